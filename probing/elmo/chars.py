@@ -1,0 +1,70 @@
+"""ELMo's character ids: the exact encoding the official biLM was trained with.
+
+A token becomes ``max_characters_per_token`` ids: begin-of-word, its UTF-8 bytes (cut at
+``max_characters_per_token - 2`` bytes, even inside a multi-byte character, as the reference does),
+end-of-word, then padding. Sentence boundaries ``<S>``/``</S>`` are single special characters between
+the word marks. Every id is shifted by +1 so that 0 can mean "no token here" (batch padding).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+BOS_CHAR = 256
+EOS_CHAR = 257
+BOW_CHAR = 258
+EOW_CHAR = 259
+PAD_CHAR = 260
+BOS_TOKEN = "<S>"
+EOS_TOKEN = "</S>"
+
+
+def _boundary(char: int, max_chars: int) -> np.ndarray:
+    ids = np.full(max_chars, PAD_CHAR, dtype=np.int64)
+    ids[:3] = (BOW_CHAR, char, EOW_CHAR)
+    return ids + 1
+
+
+def check_sentences(sentences: object) -> list[list[str]]:
+    """Validate a batch of tokenized sentences; refuse empty tokens and non-strings with a message."""
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise TypeError("expected a list of tokenized sentences (a list of lists of str), "
+                        f"got {type(sentences).__name__}")
+    out = []
+    for i, sent in enumerate(sentences):
+        if isinstance(sent, str) or not isinstance(sent, Sequence):
+            raise TypeError(f"sentence {i}: expected a list of str tokens, got {type(sent).__name__}"
+                            + (" (split the string into tokens first)" if isinstance(sent, str) else ""))
+        for j, tok in enumerate(sent):
+            if not isinstance(tok, str):
+                raise TypeError(f"sentence {i}, token {j}: expected str, got {type(tok).__name__}")
+            if tok == "":
+                raise ValueError(f"sentence {i}, token {j}: empty token (ELMo needs at least one character)")
+        out.append(list(sent))
+    return out
+
+
+def token_char_ids(token: str, max_chars: int = 50) -> np.ndarray:
+    """The shifted character ids of one token, shape ``(max_chars,)``."""
+    if token == BOS_TOKEN:
+        return _boundary(BOS_CHAR, max_chars)
+    if token == EOS_TOKEN:
+        return _boundary(EOS_CHAR, max_chars)
+    data = token.encode("utf-8", "ignore")[: max_chars - 2]
+    ids = np.full(max_chars, PAD_CHAR, dtype=np.int64)
+    ids[0] = BOW_CHAR
+    ids[1 : 1 + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    ids[1 + len(data)] = EOW_CHAR
+    return ids + 1
+
+
+def batch_char_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
+    """Character ids for a batch with ``<S>``/``</S>`` added: ``(batch, max_len + 2, max_chars)``, 0 = padding."""
+    longest = max((len(s) for s in sentences), default=0)
+    out = np.zeros((len(sentences), longest + 2, max_chars), dtype=np.int64)
+    for i, sent in enumerate(sentences):
+        for j, tok in enumerate([BOS_TOKEN, *sent, EOS_TOKEN]):
+            out[i, j] = token_char_ids(tok, max_chars)
+    return out

@@ -1,0 +1,183 @@
+"""``Elmo``: the user-facing biLM. Tokenized sentences in, every layer's vectors out.
+
+Layer 0 is the context-free token representation, shown at both directions' width as AllenNLP
+presents it (token ‖ token); layers 1..n are forward ‖ backward biLSTM outputs. Sentence boundary
+tokens are removed from the output.
+
+State policy: ``stateful=False`` (default) starts every sentence from zero state, so a sentence's
+vectors never depend on its batch or on what ran before. ``stateful=True`` reproduces the reference
+biLM exactly: the final LSTM state of batch row k seeds row k of the next batch, so batch order
+matters. The policy is part of :attr:`Elmo.fingerprint`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from .chars import batch_char_ids, check_sentences
+from .model import BiLM, State
+from .options import ElmoOptions
+from .weights import init_random, load_weights, save_weights
+
+
+class Elmo(nn.Module):
+    """A biLM with every layer exposed. Build it with :meth:`from_files`, :meth:`from_pretrained`
+    or :meth:`random`."""
+
+    def __init__(self, options: ElmoOptions | dict, *, stateful: bool = False):
+        super().__init__()
+        self.options = options if isinstance(options, ElmoOptions) else ElmoOptions.from_dict(options)
+        self.bilm = BiLM(self.options)
+        self.stateful = stateful
+        self.source = "unsaved"
+        self._state: Optional[tuple[State, State]] = None
+        self._fingerprint: Optional[str] = None
+        self.eval()
+
+    @classmethod
+    def from_files(cls, options: str | Path, weights: str | Path, *, stateful: bool = False) -> "Elmo":
+        """Load an official ``options.json`` + ``weights.hdf5`` pair."""
+        model = cls(ElmoOptions.from_json(options), stateful=stateful)
+        load_weights(model.bilm, weights)
+        model.source = str(weights)
+        return model
+
+    @classmethod
+    def from_pretrained(cls, name: str = "default", *, stateful: bool = False) -> "Elmo":
+        """A registered checkpoint: ``default`` (bundled, offline) or an official AllenNLP one
+        (downloaded once into the cache; see ``probing download --list``)."""
+        from .hub import resolve
+
+        options, weights = resolve(name)
+        model = cls.from_files(options, weights, stateful=stateful)
+        model.source = f"{name} ({weights})"
+        return model
+
+    @classmethod
+    def random(cls, options: ElmoOptions | dict | str | Path, *, seed: int = 0, stateful: bool = False) -> "Elmo":
+        """The same architecture with seeded random weights: the control for what structure alone gives."""
+        if isinstance(options, (str, Path)):
+            options = ElmoOptions.from_json(options)
+        model = cls(options, stateful=stateful)
+        init_random(model.bilm, seed)
+        model.source = f"random(seed={seed})"
+        return model
+
+    def save(self, options_path: str | Path, weights_path: str | Path, dtype: str = "float32") -> None:
+        """Write options.json + weights.hdf5 in the official layout."""
+        from .._io import atomic_open
+
+        with atomic_open(options_path) as f:
+            json.dump(self.options.to_dict(), f, indent=2)
+        save_weights(self.bilm, weights_path, dtype=dtype)
+
+    @property
+    def num_layers(self) -> int:
+        """Number of output layers, the token layer included."""
+        return self.options.n_layers + 1
+
+    @property
+    def output_dim(self) -> int:
+        return self.options.output_dim
+
+    @property
+    def layer_names(self) -> list[str]:
+        return [str(i) for i in range(self.num_layers)]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of options, every weight and the state policy (computed once, then cached)."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            h.update(json.dumps(self.options.to_dict(), sort_keys=True).encode())
+            h.update(b"stateful" if self.stateful else b"stateless")
+            for name, tensor in sorted(self.bilm.state_dict().items()):
+                h.update(name.encode())
+                h.update(tensor.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM state (stateful mode)."""
+        self._state = None
+
+    def forward(self, sentences: Sequence[Sequence[str]]) -> tuple[Tensor, Tensor]:
+        """One batch: ``(n_layers, B, T, output_dim)`` activations without boundaries and a ``(B, T)`` mask."""
+        sentences = check_sentences(sentences)
+        if not sentences:
+            return torch.zeros(self.num_layers, 0, 0, self.output_dim), torch.zeros(0, 0, dtype=torch.bool)
+        ids = torch.from_numpy(batch_char_ids(sentences, self.options.max_characters_per_token))
+        state = self._carried_state(len(sentences)) if self.stateful else None
+        tokens, fw, bw, mask, final = self.bilm(ids, state)
+        if self.stateful:
+            self._keep_state(final)
+        layers = [torch.cat([tokens, tokens], dim=-1)]
+        layers += [torch.cat([f, b], dim=-1) for f, b in zip(fw, bw)]
+        out = torch.stack(layers)
+        lengths = mask.sum(dim=1)
+        inner = torch.arange(out.size(2) - 2).unsqueeze(0) < (lengths - 2).unsqueeze(1)
+        return out[:, :, 1:-1] * inner.unsqueeze(-1), inner
+
+    @torch.inference_mode()
+    def embed(self, sentences: Sequence[Sequence[str]], *, batch_size: int = 64,
+              progress: bool = False) -> list[np.ndarray]:
+        """Every layer for each sentence: a list of float32 arrays ``(num_layers, n_tokens, output_dim)``.
+
+        Stateless: sentences are batched by length (the result does not depend on it). Stateful:
+        batches are taken in input order, ``batch_size`` sentences each, as the reference does.
+        """
+        sentences = check_sentences(sentences)
+        if self.stateful:
+            order = list(range(len(sentences)))
+        else:
+            order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results: list[Optional[np.ndarray]] = [None] * len(sentences)
+        bar = tqdm(total=sum(len(s) for s in sentences), unit="tok", disable=not progress, desc="embed")
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            out, _ = self([sentences[i] for i in idx])
+            for row, i in enumerate(idx):
+                n = len(sentences[i])
+                results[i] = out[:, row, :n].float().numpy().copy()
+                bar.update(n)
+        bar.close()
+        return results  # type: ignore[return-value]
+
+    def _carried_state(self, batch: int) -> Optional[tuple[State, State]]:
+        if self._state is None:
+            return None
+        opts = self.options
+        carried = []
+        for direction in self._state:
+            layers = []
+            for h, c in direction:
+                if h.size(0) < batch:
+                    h = torch.cat([h, h.new_zeros(batch - h.size(0), opts.projection_dim)])
+                    c = torch.cat([c, c.new_zeros(batch - c.size(0), opts.lstm_dim)])
+                layers.append((h[:batch], c[:batch]))
+            carried.append(layers)
+        return carried[0], carried[1]
+
+    def _keep_state(self, final: tuple[State, State]) -> None:
+        """Rows of this batch take their final state; rows beyond it keep the older one."""
+        if self._state is None:
+            self._state = (list(final[0]), list(final[1]))
+            return
+        merged = []
+        for old_dir, new_dir in zip(self._state, final):
+            layers = []
+            for (oh, oc), (nh, nc) in zip(old_dir, new_dir):
+                if oh.size(0) > nh.size(0):
+                    nh = torch.cat([nh, oh[nh.size(0):]])
+                    nc = torch.cat([nc, oc[nc.size(0):]])
+                layers.append((nh, nc))
+            merged.append(layers)
+        self._state = (merged[0], merged[1])
