@@ -1,0 +1,502 @@
+"""Run an encoder over a corpus into a content-addressed, resumable, chunked activation store."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence
+
+import numpy as np
+
+import probing
+from probing._io import atomic_open, atomic_path, sha256_file
+from probing.store.format import (
+    DTYPE,
+    FORMAT_VERSION,
+    FP16_MAX,
+    JOURNAL,
+    MANIFEST,
+    OFFSETS,
+    PARTS,
+    TOKENS,
+    StoreError,
+    create_layer_file,
+    hash_region,
+    layer_data_offset,
+    layer_file,
+    layer_file_size,
+    read_json,
+    store_lock,
+    store_root,
+    store_key,
+    token_part_file,
+)
+from probing.store.reader import Store
+from probing.store.tokens import concat_parts, token_table, write_part
+
+
+class EncoderLike(Protocol):
+    name: str
+    fingerprint: str
+    layer_names: list[str]
+    dim: int
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
+
+
+class CorpusLike(Protocol):
+    name: str
+    split: str
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fingerprint(self) -> str: ...
+
+
+def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.PathLike | None = None,
+            chunk_tokens: int = 32768, batch_tokens: int = 4096, shard: tuple[int, int] | None = None,
+            progress: bool = True, verify: bool = False) -> Store:
+    """Encode every token of ``corpus`` with ``encoder`` into a store keyed by their content; return it.
+
+    The store lives at ``store_root(cache_dir) / key`` with key = sha256(encoder fingerprint, corpus
+    fingerprint, format version, dtype[, shard]). If it is already complete this is a cache hit: only
+    ``encoder.name``, ``.fingerprint``, ``.layer_names`` and ``.dim`` are read (a lazy encoder never
+    loads its model) and file sizes are checked; ``verify=True`` also re-hashes every chunk and
+    recomputes any that are corrupt. An unfinished store resumes from its last committed chunk (a resume
+    keeps the chunk plan it started with, whatever ``chunk_tokens`` says now).
+
+    Sentences are encoded in batches of about ``batch_tokens`` (padded) tokens, sorted by length within
+    each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. Peak memory is about two chunk
+    buffers (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus one batch of encoder output.
+
+    ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
+    (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
+    Concurrent calls for the same key are serialised by a file lock; the later one gets the cache hit.
+    """
+    if not isinstance(chunk_tokens, int) or chunk_tokens < 1:
+        raise ValueError(f"chunk_tokens must be a positive int, got {chunk_tokens!r}")
+    if not isinstance(batch_tokens, int) or batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be a positive int, got {batch_tokens!r}")
+    if shard is not None:
+        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
+            raise ValueError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
+        shard = (int(shard[0]), int(shard[1]))
+    corpus_fp = corpus.fingerprint()
+    key = store_key(encoder.fingerprint, corpus_fp, shard)
+    path = store_root(cache_dir) / key
+    path.mkdir(parents=True, exist_ok=True)
+    with store_lock(path, progress):
+        repair = None
+        if (path / MANIFEST).is_file():
+            store = Store.open(path)
+            _check_compatible(store, encoder, key)
+            if not verify and store.sizes_ok():
+                if progress:
+                    print(f"store hit: {len(store)} tokens, {store.layer_names} -> {path}", file=sys.stderr)
+                return store
+            bad = store.bad_chunks()
+            if not bad and not store.bad_files():
+                return store
+            repair = store
+        run = _Extraction(encoder, corpus, path, key, corpus_fp, shard, chunk_tokens, batch_tokens, progress)
+        return run.run(repair)
+
+
+def _check_compatible(store: Store, encoder: EncoderLike, key: str) -> None:
+    if store.key != key:
+        raise StoreError(f"{store.path / MANIFEST}: key {store.key}, but the directory is named {key}")
+    if store.layer_names != list(encoder.layer_names) or store.dim != int(encoder.dim):
+        raise StoreError(
+            f"{store.path}: stored layers {store.layer_names} dim {store.dim}, but encoder {encoder.name!r} "
+            f"with the same fingerprint has layers {list(encoder.layer_names)} dim {encoder.dim}: "
+            "an encoder's fingerprint must change whenever its outputs change"
+        )
+
+
+def shard_range(lengths: np.ndarray, index: int, count: int) -> tuple[int, int]:
+    """Sentence range ``[start, stop)`` of shard ``index`` of ``count``: contiguous, balanced by tokens."""
+    first_rows = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else np.zeros(0, np.int64)
+    total = int(lengths.sum())
+    owner = first_rows * count // max(total, 1)
+    return int(np.searchsorted(owner, index, "left")), int(np.searchsorted(owner, index, "right"))
+
+
+def plan_chunks(lengths: np.ndarray, chunk_tokens: int) -> list[list[int]]:
+    """Greedy chunks ``[s0, s1, r0, r1]``: consecutive sentences until at least ``chunk_tokens`` tokens."""
+    chunks, s0, r0, rows = [], 0, 0, 0
+    for j, n in enumerate(lengths.tolist()):
+        rows += n
+        if rows - r0 >= chunk_tokens:
+            chunks.append([s0, j + 1, r0, rows])
+            s0, r0 = j + 1, rows
+    if s0 < len(lengths):
+        chunks.append([s0, len(lengths), r0, rows])
+    return chunks
+
+
+def length_batches(lengths: Sequence[int], batch_tokens: int) -> Iterator[list[int]]:
+    """Indices of non-empty sentences, sorted by length, grouped so ``count * longest <= batch_tokens``.
+
+    A sentence longer than ``batch_tokens`` forms a batch of its own.
+    """
+    batch: list[int] = []
+    for j in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n = lengths[j]
+        if n == 0:
+            continue
+        if batch and (len(batch) + 1) * n > batch_tokens:
+            yield batch
+            batch = []
+        batch.append(j)
+    if batch:
+        yield batch
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"probing": probing.__version__, "python": platform.python_version()}
+    for dist in ("numpy", "torch", "pandas", "pyarrow"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+class _Extraction:
+    """One (possibly resumed or repairing) extraction run into ``path``; holds the store lock."""
+
+    def __init__(self, encoder: EncoderLike, corpus: CorpusLike, path: Path, key: str, corpus_fp: str,
+                 shard: tuple[int, int] | None, chunk_tokens: int, batch_tokens: int, progress: bool):
+        self.encoder, self.corpus, self.path, self.key = encoder, corpus, path, key
+        self.corpus_fp, self.shard = corpus_fp, shard
+        self.chunk_tokens, self.batch_tokens, self.progress = chunk_tokens, batch_tokens, progress
+        self.layer_names = [str(n) for n in encoder.layer_names]
+        self.dim = int(encoder.dim)
+        self.files = [layer_file(i) for i in range(len(self.layer_names))]
+
+    # -- the run ------------------------------------------------------------------------------------------
+    def run(self, repair: Store | None) -> Store:
+        t_start = time.perf_counter()
+        self._scan()
+        self._load_journal(repair)
+        self._prepare_layer_files()
+        self._drop_unverified()
+        resumed = len(self.journal["done"])
+        self._encode_all()
+        t_final = time.perf_counter()
+        store = self._finalize(t_start, t_final, resumed)
+        return store
+
+    def _scan(self) -> None:
+        """Count words per sentence (one streaming pass) and pick this shard's sentence range."""
+        t0 = time.perf_counter()
+        lengths = np.fromiter((len(s.words) for s in self._items()), dtype=np.int64)
+        self.corpus_sentences = len(lengths)
+        self.sentences = (0, len(lengths)) if self.shard is None else shard_range(lengths, *self.shard)
+        self.shard_first_row = int(lengths[: self.sentences[0]].sum())
+        self.lengths = lengths[self.sentences[0]:self.sentences[1]].copy()
+        self.n_tokens = int(self.lengths.sum())
+        self.scan_s = time.perf_counter() - t0
+        if self.n_tokens == 0:
+            where = f"shard {self.shard[0]} of {self.shard[1]} of " if self.shard else ""
+            raise StoreError(
+                f"{where}corpus {self.corpus.name!r} split {self.corpus.split!r} has no tokens to encode"
+                + (" (use fewer shards)" if self.shard else "")
+            )
+
+    def _items(self) -> Iterator[Any]:
+        for g, s in enumerate(self.corpus):
+            if not hasattr(s, "words"):
+                raise StoreError(
+                    f"corpus {self.corpus.name!r} item {g} is a {type(s).__name__}, expected a Sentence with .words"
+                )
+            yield s
+
+    def _stream(self) -> Iterator[Any]:
+        """This run's sentences in order, checked against the scan (the corpus must not change meanwhile)."""
+        g0, g1 = self.sentences
+        last = -1
+        for last, s in enumerate(self._items()):
+            g = last
+            if g < g0:
+                continue
+            if g >= g1:
+                return
+            if len(s.words) != self.lengths[g - g0]:
+                raise StoreError(
+                    f"corpus {self.corpus.name!r} changed during extraction: sentence {g} ({s.id!r}) has "
+                    f"{len(s.words)} words, the first pass saw {self.lengths[g - g0]}"
+                )
+            yield s
+        if last < g1 - 1:
+            raise StoreError(f"corpus {self.corpus.name!r} changed during extraction: it ended before sentence {g1}")
+
+    def _journal_header(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION, "key": self.key, "n_sentences": len(self.lengths),
+            "n_tokens": self.n_tokens, "layer_names": self.layer_names, "dim": self.dim,
+        }
+
+    def _load_journal(self, repair: Store | None) -> None:
+        """Start from the journal of an unfinished run, the manifest of a store being repaired, or afresh."""
+        header = self._journal_header()
+        timings = {"encode_s": 0.0, "write_s": 0.0, "runs": 0}
+        if repair is not None:
+            m = repair.manifest
+            if m["n_tokens"] != self.n_tokens or m["n_sentences"] != len(self.lengths):
+                raise StoreError(
+                    f"{self.path}: manifest has {m['n_tokens']} tokens in {m['n_sentences']} sentences, the corpus "
+                    f"{self.n_tokens} in {len(self.lengths)} with the same fingerprint: fingerprint() is wrong"
+                )
+            chunks = [c["sentences"] + c["rows"] for c in m["chunks"]]
+            done = {str(c["index"]): c["sha256"] for c in m["chunks"]}
+            timings.update({k: m.get("timings", {}).get(k, 0) for k in ("encode_s", "write_s", "runs")})
+            self.journal = {**header, "chunk_tokens": m.get("chunk_tokens"), "chunks": chunks, "done": done,
+                            "parts": {}, "timings": timings}
+            self._write_journal()
+            (self.path / MANIFEST).unlink()
+            return
+        journal_path = self.path / JOURNAL
+        if journal_path.is_file():
+            try:
+                journal = read_json(journal_path)
+            except StoreError:
+                journal = {}
+            if all(journal.get(k) == v for k, v in header.items()) and self._plan_ok(journal.get("chunks")):
+                self.journal = journal
+                return
+            if self.progress:
+                print(f"{journal_path}: journal does not match this corpus/encoder; starting afresh", file=sys.stderr)
+        self.journal = {**header, "chunk_tokens": self.chunk_tokens,
+                        "chunks": plan_chunks(self.lengths, self.chunk_tokens), "done": {}, "parts": {},
+                        "timings": timings}
+        shutil.rmtree(self.path / PARTS, ignore_errors=True)
+
+    def _plan_ok(self, chunks: Any) -> bool:
+        if not isinstance(chunks, list) or not chunks:
+            return False
+        offsets = np.concatenate([[0], np.cumsum(self.lengths)])
+        s = 0
+        for c in chunks:
+            if not (isinstance(c, list) and len(c) == 4 and c[0] == s and c[0] < c[1] <= len(self.lengths)):
+                return False
+            if c[2] != offsets[c[0]] or c[3] != offsets[c[1]]:
+                return False
+            s = c[1]
+        return s == len(self.lengths)
+
+    def _write_journal(self) -> None:
+        with atomic_open(self.path / JOURNAL, "w", encoding="utf-8") as f:
+            json.dump(self.journal, f)
+
+    def _prepare_layer_files(self) -> None:
+        """Create each layer file with its header, or fix the size of an existing one (then verify)."""
+        self.data_offsets = []
+        expected = layer_file_size(self.n_tokens, self.dim)
+        for name in self.files:
+            p = self.path / name
+            try:
+                offset = layer_data_offset(p, self.n_tokens, self.dim) if p.is_file() else None
+            except StoreError:
+                offset = None
+            if offset is None:
+                create_layer_file(p, self.n_tokens, self.dim)
+                offset = layer_data_offset(p, self.n_tokens, self.dim)
+            elif p.stat().st_size != expected:
+                os.truncate(p, expected)
+            self.data_offsets.append(offset)
+
+    def _drop_unverified(self) -> None:
+        """Forget committed chunks or token parts whose bytes no longer match their sha256."""
+        row_bytes = self.dim * DTYPE.itemsize
+        chunks, done = self.journal["chunks"], self.journal["done"]
+        fds = [os.open(self.path / f, os.O_RDONLY) for f in self.files]
+        try:
+            for c in list(done):
+                r0, r1 = chunks[int(c)][2:]
+                for fd, name, off in zip(fds, self.files, self.data_offsets):
+                    if hash_region(fd, off + r0 * row_bytes, (r1 - r0) * row_bytes) != done[c].get(name):
+                        if self.progress:
+                            print(f"{self.path / name}: rows {r0}:{r1} (chunk {c}) fail their sha256; recomputing",
+                                  file=sys.stderr)
+                        del done[c]
+                        break
+        finally:
+            for fd in fds:
+                os.close(fd)
+        parts = self.journal["parts"]
+        for c in list(parts):
+            p = self.path / token_part_file(int(c))
+            if not p.is_file() or sha256_file(p) != parts[c]:
+                del parts[c]
+
+    def _encode_all(self) -> None:
+        from tqdm.auto import tqdm
+
+        chunks, done, parts = self.journal["chunks"], self.journal["done"], self.journal["parts"]
+        done_tokens = sum(chunks[int(c)][3] - chunks[int(c)][2] for c in done)
+        max_rows = max(c[3] - c[2] for c in chunks)
+        shape = (len(self.files), max_rows, self.dim)
+        buffers = [None, None]
+        toggle = 0
+        self.run_encode_s = self.run_write_s = 0.0
+        self.run_tokens = 0
+        t0 = time.perf_counter()
+        bar = tqdm(total=self.n_tokens, initial=done_tokens, unit="tok", unit_scale=True, dynamic_ncols=True,
+                   desc=f"{self.encoder.name} on {self.corpus.name}/{self.corpus.split}", disable=not self.progress)
+        stream = self._stream()
+        fds = [os.open(self.path / f, os.O_WRONLY) for f in self.files]
+        inflight: Future | None = None
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer") as pool:
+                for c, (s0, s1, r0, r1) in enumerate(chunks):
+                    need_arrays, need_tokens = str(c) not in done, str(c) not in parts
+                    if not need_arrays and not need_tokens:
+                        for _ in range(s1 - s0):
+                            next(stream)
+                        continue
+                    sentences = [next(stream) for _ in range(s1 - s0)]
+                    buf = None
+                    if need_arrays:
+                        if buffers[toggle] is None:
+                            buffers[toggle] = np.empty(shape, dtype=DTYPE)
+                        buf = buffers[toggle]
+                        toggle ^= 1
+                        self._encode_chunk(buf, sentences, bar)
+                        self.run_tokens += r1 - r0
+                    table = token_table(sentences, self.encoder) if need_tokens else None
+                    if inflight is not None:
+                        inflight.result()
+                    inflight = pool.submit(self._commit, c, buf, table, fds)
+                if inflight is not None:
+                    inflight.result()
+        finally:
+            for fd in fds:
+                os.close(fd)
+            bar.close()
+        self.loop_s = time.perf_counter() - t0
+
+    def _encode_chunk(self, buf: np.ndarray, sentences: list, bar: Any) -> None:
+        """Fill ``buf[:, :rows]`` with the chunk's activations, encoding length-sorted batches."""
+        lengths = [len(s.words) for s in sentences]
+        starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        n_layers = len(self.files)
+        for batch in length_batches(lengths, self.batch_tokens):
+            t0 = time.perf_counter()
+            outs = self.encoder.encode([list(sentences[j].words) for j in batch])
+            self.run_encode_s += time.perf_counter() - t0
+            if len(outs) != len(batch):
+                raise StoreError(f"encoder {self.encoder.name!r} returned {len(outs)} arrays for {len(batch)} sentences")
+            for j, out in zip(batch, outs):
+                out = np.asarray(out)
+                want = (n_layers, lengths[j], self.dim)
+                if out.shape != want or not np.issubdtype(out.dtype, np.floating):
+                    raise StoreError(
+                        f"encoder {self.encoder.name!r} returned {out.dtype} {out.shape} for sentence "
+                        f"{sentences[j].id!r}, expected float32 {want} (layers, words, dim)"
+                    )
+                peak = np.max(np.abs(out))
+                if not peak <= FP16_MAX:
+                    raise StoreError(
+                        f"encoder {self.encoder.name!r} returned {'non-finite values' if not np.isfinite(peak) else f'|x| = {peak:g}'}"
+                        f" for sentence {sentences[j].id!r}; the store keeps fp16 (|x| <= {FP16_MAX:g})"
+                    )
+                buf[:, starts[j]:starts[j + 1], :] = out
+            bar.update(sum(lengths[j] for j in batch))
+
+    def _commit(self, c: int, buf: np.ndarray | None, table: Any, fds: list[int]) -> None:
+        """Write chunk ``c`` (arrays and/or token part), fsync, then record it in the journal atomically."""
+        t0 = time.perf_counter()
+        s0, s1, r0, r1 = self.journal["chunks"][c]
+        row_bytes = self.dim * DTYPE.itemsize
+        if buf is not None:
+            hashes = {}
+            for layer, (fd, name, off) in enumerate(zip(fds, self.files, self.data_offsets)):
+                view = memoryview(np.ascontiguousarray(buf[layer, : r1 - r0])).cast("B")
+                pos = 0
+                while pos < len(view):
+                    pos += os.pwrite(fd, view[pos:], off + r0 * row_bytes + pos)
+                hashes[name] = hashlib.sha256(view).hexdigest()
+            for fd in fds:
+                os.fsync(fd)
+        if table is not None:
+            part = self.path / token_part_file(c)
+            part.parent.mkdir(exist_ok=True)
+            with atomic_path(part) as tmp:
+                write_part(table, tmp)
+                part_hash = sha256_file(tmp)
+        if buf is not None:
+            self.journal["done"][str(c)] = hashes
+        if table is not None:
+            self.journal["parts"][str(c)] = part_hash
+        self.run_write_s += time.perf_counter() - t0
+        self._write_journal()
+
+    def _finalize(self, t_start: float, t_loop_end: float, resumed: int) -> Store:
+        """Write offsets and the token table, then the manifest (last: it marks the store complete)."""
+        offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        with atomic_open(self.path / OFFSETS, "wb") as f:
+            np.save(f, offsets, allow_pickle=False)
+        n_chunks = len(self.journal["chunks"])
+        concat_parts([self.path / token_part_file(c) for c in range(n_chunks)], self.path / TOKENS)
+        t_end = time.perf_counter()
+        timings = self.journal["timings"]
+        encode_s = timings["encode_s"] + self.run_encode_s
+        wall = t_end - t_start
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "key": self.key,
+            "dtype": DTYPE.name,
+            "encoder": {"name": self.encoder.name, "fingerprint": self.encoder.fingerprint,
+                        "layer_names": self.layer_names, "dim": self.dim},
+            "corpus": {"name": self.corpus.name, "split": self.corpus.split, "fingerprint": self.corpus_fp,
+                       "n_sentences": self.corpus_sentences},
+            "shard": None if self.shard is None else {
+                "index": self.shard[0], "count": self.shard[1], "sentences": list(self.sentences),
+                "first_row": self.shard_first_row},
+            "n_sentences": len(self.lengths),
+            "n_tokens": self.n_tokens,
+            "layer_names": self.layer_names,
+            "dim": self.dim,
+            "layers": [{"name": n, "file": f} for n, f in zip(self.layer_names, self.files)],
+            "tokens": {"file": TOKENS, "sha256": sha256_file(self.path / TOKENS)},
+            "offsets": {"file": OFFSETS, "sha256": sha256_file(self.path / OFFSETS)},
+            "chunk_tokens": self.journal.get("chunk_tokens"),
+            "chunks": [{"index": c, "sentences": ch[:2], "rows": ch[2:], "sha256": self.journal["done"][str(c)]}
+                       for c, ch in enumerate(self.journal["chunks"])],
+            "versions": _versions(),
+            "timings": {
+                "scan_s": round(self.scan_s, 3),
+                "encode_s": round(encode_s, 3),
+                "write_s": round(timings["write_s"] + self.run_write_s, 3),
+                "finalize_s": round(t_end - t_loop_end, 3),
+                "run_s": round(wall, 3),
+                "run_tokens": self.run_tokens,
+                "tokens_per_s": round(self.run_tokens / wall, 1) if wall > 0 else None,
+                "encoder_tokens_per_s": (round(self.run_tokens / self.run_encode_s, 1)
+                                         if self.run_encode_s > 0 else None),
+                "resumed_chunks": resumed,
+                "runs": timings["runs"] + 1,
+            },
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        with atomic_open(self.path / MANIFEST, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1)
+        shutil.rmtree(self.path / PARTS, ignore_errors=True)
+        (self.path / JOURNAL).unlink(missing_ok=True)
+        if self.progress:
+            rate = self.run_tokens / wall if wall > 0 else float("nan")
+            print(f"store: {self.n_tokens} tokens ({self.run_tokens} encoded now) in {wall:.1f} s, "
+                  f"{rate:,.0f} tokens/s -> {self.path}", file=sys.stderr)
+        return Store.open(self.path)

@@ -1,0 +1,161 @@
+"""On-disk layout of an activation store: file names, the content key, layer files, the token schema.
+
+A store is a directory named by its key::
+
+    <key>/
+      manifest.json        written last: its presence means the store is complete
+      layer_000.npy ...    one fp16 ``(n_tokens, dim)`` .npy per layer, preallocated, written by row ranges
+      tokens.parquet       the token table, one row per token, aligned with the layer rows
+      offsets.npy          int64 ``(n_sentences + 1,)``: rows of sentence i are ``offsets[i]:offsets[i+1]``
+      .lock                ``fcntl.flock`` target that serialises writers
+      progress.json        resume journal (only while unfinished)
+      parts/               per-chunk token tables (only while unfinished)
+
+One preallocated file per layer (rather than one file per layer per chunk) because readers then get a
+plain ``np.memmap`` of the whole layer with no concatenation and no merge pass at the end. A chunk is a
+row range; its integrity record is the sha256 of that row range in every layer file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from probing import paths
+
+FORMAT_VERSION = 1
+DTYPE = np.dtype("<f2")
+FP16_MAX = float(np.finfo(np.float16).max)
+
+MANIFEST = "manifest.json"
+JOURNAL = "progress.json"
+TOKENS = "tokens.parquet"
+OFFSETS = "offsets.npy"
+LOCK = ".lock"
+PARTS = "parts"
+
+TOKEN_COLUMNS = (
+    "sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id", "oov",
+)
+
+
+class StoreError(ValueError):
+    """A store, its inputs or its encoder's outputs are not what the format expects."""
+
+
+class StoreCorruptError(StoreError):
+    """Bytes on disk do not match the sha256 recorded for them."""
+
+
+def store_key(encoder_fingerprint: str, corpus_fingerprint: str, shard: tuple[int, int] | None = None) -> str:
+    """sha256 naming a store: encoder and corpus content, format version, dtype (and the shard, if any)."""
+    parts = {
+        "encoder": encoder_fingerprint,
+        "corpus": corpus_fingerprint,
+        "format": FORMAT_VERSION,
+        "dtype": DTYPE.name,
+    }
+    if shard is not None:
+        parts["shard"] = [int(shard[0]), int(shard[1])]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def layer_file(index: int) -> str:
+    return f"layer_{index:03d}.npy"
+
+
+def token_part_file(chunk: int) -> str:
+    return f"{PARTS}/tokens-{chunk:06d}.parquet"
+
+
+def _header(n_rows: int, dim: int) -> dict:
+    return {"descr": DTYPE.str, "fortran_order": False, "shape": (int(n_rows), int(dim))}
+
+
+def create_layer_file(path: Path, n_rows: int, dim: int) -> None:
+    """Write an .npy header for ``(n_rows, dim)`` fp16 and extend the file (sparsely) to its full size."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, _header(n_rows, dim))
+        f.truncate(f.tell() + int(n_rows) * int(dim) * DTYPE.itemsize)
+
+
+def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:
+    """Byte offset of row 0 in a layer file, after checking its header; StoreError if it does not match."""
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            if version != (1, 0):
+                raise ValueError(f"npy format version {version}, expected (1, 0)")
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        except ValueError as e:
+            raise StoreError(f"{path}: not a valid layer file ({e})") from None
+        if shape != (n_rows, dim) or fortran or dtype != DTYPE:
+            raise StoreError(
+                f"{path}: header says shape {shape}, dtype {dtype}, expected ({n_rows}, {dim}) {DTYPE}"
+            )
+        return f.tell()
+
+
+def layer_file_size(n_rows: int, dim: int) -> int:
+    """Expected size in bytes of a complete layer file."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, _header(n_rows, dim))
+    return buf.tell() + int(n_rows) * int(dim) * DTYPE.itemsize
+
+
+def hash_region(fd: int, offset: int, nbytes: int, block: int = 1 << 24) -> str:
+    """sha256 of ``nbytes`` at ``offset`` of an open file; a short read (truncated file) hashes what is there."""
+    h = hashlib.sha256()
+    buf = bytearray(min(block, max(nbytes, 1)))
+    view = memoryview(buf)
+    done = 0
+    while done < nbytes:
+        want = min(len(buf), nbytes - done)
+        got = os.preadv(fd, [view[:want]], offset + done)
+        if got <= 0:
+            break
+        h.update(view[:got])
+        done += got
+    return h.hexdigest()
+
+
+def read_json(path: Path) -> dict:
+    """Load a JSON object; StoreError naming the file if it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def store_root(cache_dir: str | os.PathLike | None) -> Path:
+    """Directory holding stores: ``cache_dir`` if given, else ``probing.paths.cache_dir() / "store"``."""
+    return Path(cache_dir).expanduser() if cache_dir is not None else paths.cache_dir() / "store"
+
+
+@contextlib.contextmanager
+def store_lock(path: Path, progress: bool) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on ``path/.lock`` (waits for another writer to finish)."""
+    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                print(f"waiting for another extraction into {path} to finish", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,262 @@
+"""Read a finished activation store: memory-mapped layers aligned with a token table."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Collection, Iterable
+
+import numpy as np
+import pandas as pd
+
+from probing.store.format import (
+    DTYPE,
+    FORMAT_VERSION,
+    MANIFEST,
+    OFFSETS,
+    TOKENS,
+    StoreCorruptError,
+    StoreError,
+    hash_region,
+    layer_data_offset,
+    layer_file_size,
+    read_json,
+)
+from probing._io import sha256_file
+
+if TYPE_CHECKING:
+    import torch
+
+_Match = str | bool | Collection[str] | None
+
+
+class Store:
+    """A complete store on disk. Opening reads only the manifest; layers are memory-mapped on first use."""
+
+    def __init__(self, path: str | os.PathLike, manifest: dict):
+        self.path = Path(path)
+        self.manifest = manifest
+        self._layers: dict[int, np.memmap] = {}
+        self._tokens: pd.DataFrame | None = None
+        self._offsets: np.ndarray | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "Store":
+        """Open the store at ``path``; FileNotFoundError if it has no manifest (missing or unfinished)."""
+        path = Path(path)
+        manifest_path = path / MANIFEST
+        if not manifest_path.is_file():
+            raise FileNotFoundError(
+                f"{manifest_path}: no manifest, so {path} is not a complete store "
+                "(never extracted, or an extraction that has not finished: run extract() again to resume)"
+            )
+        manifest = read_json(manifest_path)
+        version = manifest.get("format_version")
+        if version != FORMAT_VERSION:
+            raise StoreError(f"{manifest_path}: format_version {version!r}, this code reads {FORMAT_VERSION}")
+        for field in ("key", "n_tokens", "n_sentences", "layer_names", "dim", "layers", "chunks", "tokens", "offsets"):
+            if field not in manifest:
+                raise StoreError(f"{manifest_path}: missing field {field!r}")
+        return cls(path, manifest)
+
+    @property
+    def key(self) -> str:
+        return self.manifest["key"]
+
+    @property
+    def layer_names(self) -> list[str]:
+        return list(self.manifest["layer_names"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["dim"])
+
+    @property
+    def n_sentences(self) -> int:
+        return int(self.manifest["n_sentences"])
+
+    def __len__(self) -> int:
+        return int(self.manifest["n_tokens"])
+
+    def __repr__(self) -> str:
+        enc, corpus = self.manifest.get("encoder", {}), self.manifest.get("corpus", {})
+        return (
+            f"Store({enc.get('name')!r} on {corpus.get('name')!r}/{corpus.get('split')!r}: "
+            f"{len(self)} tokens, layers {self.layer_names}, dim {self.dim}, at {str(self.path)!r})"
+        )
+
+    def layer_index(self, k: int | str) -> int:
+        """Position of layer ``k``: an int index (negative counts from the end) or a layer name."""
+        names = self.layer_names
+        if isinstance(k, (bool, np.bool_)):
+            raise TypeError(f"layer must be an int index or a name from {names}, not a bool")
+        if isinstance(k, (int, np.integer)):
+            if not -len(names) <= k < len(names):
+                raise IndexError(f"layer index {k} out of range for {len(names)} layers {names}")
+            return int(k) % len(names)
+        if isinstance(k, str):
+            if k not in names:
+                raise KeyError(f"no layer named {k!r} in {self.path}; layers are {names}")
+            return names.index(k)
+        raise TypeError(f"layer must be an int index or a name from {names}, not {type(k).__name__}")
+
+    def _layer_path(self, i: int) -> Path:
+        return self.path / self.manifest["layers"][i]["file"]
+
+    def layer(self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None,
+              dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """Activations of layer ``k`` as ``(n_tokens, dim)``, row i = token i of :attr:`tokens`.
+
+        With neither ``rows`` nor ``dtype`` this is a read-only fp16 ``np.memmap`` (nothing is read yet).
+        ``rows`` (indices, a boolean mask or a slice) gathers only those rows; ``dtype`` converts.
+        """
+        i = self.layer_index(k)
+        mm = self._layers.get(i)
+        if mm is None:
+            mm = np.load(self._layer_path(i), mmap_mode="r", allow_pickle=False)
+            if mm.shape != (len(self), self.dim) or mm.dtype != DTYPE:
+                raise StoreError(
+                    f"{self._layer_path(i)}: shape {mm.shape} {mm.dtype}, manifest says ({len(self)}, {self.dim}) {DTYPE}"
+                )
+            self._layers[i] = mm
+        if rows is None and dtype is None:
+            return mm
+        if rows is None:
+            src = mm
+        elif isinstance(rows, slice):
+            src = mm[rows]
+        else:
+            idx = np.asarray(rows)
+            if idx.dtype == bool:
+                if idx.shape != (len(self),):
+                    raise IndexError(f"boolean rows mask has shape {idx.shape}, expected ({len(self)},)")
+                idx = np.flatnonzero(idx)
+            elif idx.size and not np.issubdtype(idx.dtype, np.integer):
+                raise TypeError(f"rows must be integer indices, a boolean mask or a slice, not {idx.dtype}")
+            src = mm[idx.astype(np.int64, copy=False)]
+        return _convert(src, np.dtype(dtype) if dtype is not None else DTYPE)
+
+    def as_tensor(self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None,
+                  dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+        """Layer ``k`` (optionally only ``rows``) as a torch tensor, float32 unless ``dtype`` says otherwise."""
+        import torch
+
+        dtype = dtype or torch.float32
+        np_dtype = np.float16 if dtype == torch.float16 else np.float32
+        arr = self.layer(k, rows=rows, dtype=np_dtype)
+        if isinstance(arr, np.memmap) or not arr.flags.writeable:
+            arr = np.array(arr)
+        return torch.from_numpy(arr).to(dtype)
+
+    @property
+    def tokens(self) -> pd.DataFrame:
+        """The token table (columns of DESIGN.md), loaded on first access."""
+        if self._tokens is None:
+            self._tokens = pd.read_parquet(self.path / self.manifest["tokens"]["file"])
+            if len(self._tokens) != len(self):
+                raise StoreError(
+                    f"{self.path / self.manifest['tokens']['file']}: {len(self._tokens)} rows, expected {len(self)}"
+                )
+        return self._tokens
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 ``(n_sentences + 1,)``: the rows of sentence i are ``offsets[i]:offsets[i + 1]``."""
+        if self._offsets is None:
+            self._offsets = np.load(self.path / OFFSETS, allow_pickle=False)
+        return self._offsets
+
+    def sentence(self, i: int) -> pd.DataFrame:
+        """Token-table rows of the i-th sentence (store order); the frame's index holds the store rows."""
+        n = self.n_sentences
+        if not -n <= i < n:
+            raise IndexError(f"sentence index {i} out of range for {n} sentences")
+        i %= n
+        return self.tokens.iloc[int(self.offsets[i]):int(self.offsets[i + 1])]
+
+    def rows(self, *, upos: _Match = None, xpos: _Match = None, lemma: _Match = None, word: _Match = None,
+             doc_id: _Match = None, sentence_id: _Match = None, sense_annotated: bool | None = None,
+             oov: bool | None = None) -> np.ndarray:
+        """Sorted int64 rows whose columns match every given filter (a value or a collection of values)."""
+        t = self.tokens
+        mask = np.ones(len(t), dtype=bool)
+        for column, want in (("upos", upos), ("xpos", xpos), ("lemma", lemma), ("word", word),
+                             ("doc_id", doc_id), ("sentence_id", sentence_id)):
+            if want is None:
+                continue
+            values = [want] if isinstance(want, str) else list(want)
+            mask &= t[column].isin(values).to_numpy()
+        if sense_annotated is not None:
+            mask &= (t["sense"] != "").to_numpy() == bool(sense_annotated)
+        if oov is not None:
+            mask &= t["oov"].to_numpy(dtype=bool) == bool(oov)
+        return np.flatnonzero(mask).astype(np.int64)
+
+    def bad_chunks(self) -> list[tuple[int, str]]:
+        """(chunk index, file) for every chunk whose bytes do not match the manifest's sha256."""
+        bad = []
+        n, dim = len(self), self.dim
+        row_bytes = dim * DTYPE.itemsize
+        for i, layer in enumerate(self.manifest["layers"]):
+            path = self._layer_path(i)
+            if not path.is_file():
+                bad += [(c["index"], layer["file"]) for c in self.manifest["chunks"]]
+                continue
+            try:
+                offset = layer_data_offset(path, n, dim)
+            except StoreError:
+                bad += [(c["index"], layer["file"]) for c in self.manifest["chunks"]]
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for c in self.manifest["chunks"]:
+                    r0, r1 = c["rows"]
+                    if hash_region(fd, offset + r0 * row_bytes, (r1 - r0) * row_bytes) != c["sha256"][layer["file"]]:
+                        bad.append((c["index"], layer["file"]))
+            finally:
+                os.close(fd)
+        return bad
+
+    def bad_files(self) -> list[str]:
+        """Token table or offsets files that are missing or do not match their recorded sha256."""
+        bad = []
+        for entry in (self.manifest["tokens"], self.manifest["offsets"]):
+            p = self.path / entry["file"]
+            if not p.is_file() or sha256_file(p) != entry["sha256"]:
+                bad.append(entry["file"])
+        return bad
+
+    def sizes_ok(self) -> bool:
+        """Cheap check (stat only): every file present, layer files of the expected size."""
+        expected = layer_file_size(len(self), self.dim)
+        for i in range(len(self.manifest["layers"])):
+            p = self._layer_path(i)
+            if not p.is_file() or p.stat().st_size != expected:
+                return False
+        return all((self.path / e["file"]).is_file() for e in (self.manifest["tokens"], self.manifest["offsets"]))
+
+    def verify(self) -> None:
+        """Hash every chunk of every layer and the token files; StoreCorruptError listing what is wrong."""
+        problems = [f"{f} rows {self.manifest['chunks'][c]['rows']} (chunk {c})" for c, f in self.bad_chunks()]
+        problems += [f"{f} (sha256 mismatch or missing)" for f in self.bad_files()]
+        if problems:
+            raise StoreCorruptError(
+                f"{self.path}: {len(problems)} corrupt part(s): " + "; ".join(problems)
+                + ". Run extract(..., verify=True) with the same encoder and corpus to recompute them."
+            )
+
+
+def _convert(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``src`` as ``dtype`` (a copy, never a view of the memmap); fp16->fp32 goes through torch (faster)."""
+    if dtype == src.dtype:
+        return np.array(src)
+    if src.dtype == DTYPE and dtype == np.float32 and src.ndim == 2:
+        import torch
+
+        out = np.empty(src.shape, dtype=np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # read-only source: torch only reads it
+            torch.from_numpy(out).copy_(torch.from_numpy(np.asarray(src)))
+        return out
+    return src.astype(dtype)

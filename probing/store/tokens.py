@@ -1,0 +1,76 @@
+"""The token table: one row per token (DESIGN.md columns), built and written per chunk as Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from probing._io import atomic_path
+from probing.store.format import TOKEN_COLUMNS, StoreError
+
+try:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError as e:  # pragma: no cover - depends on the installation
+    raise ImportError("probing.store writes its token table as Parquet and needs pyarrow: pip install pyarrow") from e
+
+SCHEMA = pa.schema(
+    [(c, pa.int32() if c == "position" else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
+)
+
+_FIELDS = (("upos", "upos"), ("xpos", "xpos"), ("lemma", "lemmas"), ("sense", "senses"),
+           ("instance_id", "instance_ids"))
+
+
+def _annotation(sentence: Any, field: str, n: int) -> list:
+    values = getattr(sentence, field, None)
+    if values is None:
+        return [""] * n
+    if len(values) != n:
+        raise StoreError(
+            f"sentence {sentence.id!r}: field {field!r} has {len(values)} entries, expected {n} (one per word)"
+        )
+    if field == "senses":
+        return [" ".join(keys) for keys in values]
+    return ["" if v is None else v for v in values]
+
+
+def token_table(sentences: Sequence[Any], encoder: Any) -> pa.Table:
+    """Rows for ``sentences`` in order; ``oov`` from ``encoder.oov_mask``; missing annotations are ``""``."""
+    cols: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
+    for s in sentences:
+        words = list(s.words)
+        n = len(words)
+        cols["sentence_id"] += [s.id] * n
+        cols["doc_id"] += [s.doc_id] * n
+        cols["position"] += range(n)
+        cols["word"] += words
+        for column, field in _FIELDS:
+            cols[column] += _annotation(s, field, n)
+        if n:
+            oov = np.asarray(encoder.oov_mask(words))
+            if oov.shape != (n,):
+                raise StoreError(
+                    f"encoder {encoder.name!r}.oov_mask returned shape {oov.shape} for sentence {s.id!r}, expected ({n},)"
+                )
+            cols["oov"] += oov.astype(bool).tolist()
+    try:
+        return pa.table(cols, schema=SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        first = sentences[0].id if sentences else None
+        raise StoreError(f"token table for sentences from {first!r}: a value is not a string ({e})") from None
+
+
+def write_part(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path)
+
+
+def concat_parts(parts: Sequence[Path], dest: Path) -> None:
+    """Concatenate Parquet parts into ``dest`` (atomically), one part in memory at a time."""
+    with atomic_path(dest) as tmp:
+        with pq.ParquetWriter(tmp, SCHEMA) as writer:
+            for p in parts:
+                for batch in pq.ParquetFile(p).iter_batches(batch_size=1 << 16):
+                    writer.write_batch(batch)
