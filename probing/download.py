@@ -122,7 +122,8 @@ def fetch(
     hash recorded at the first download is used). ``dest``: final path, default ``cache_path(url)``.
     ``offline`` (default ``$PROBING_OFFLINE``): never touch the network. ``retries``: how many times an
     interrupted transfer is resumed before giving up. ``hint``: the command to show a user who must
-    fetch the file (default: the Python call).
+    fetch the file (default: the Python call). A file already present is re-hashed on every call, so
+    a corrupted cache is never used silently.
     """
     if urlparse(url).scheme not in ("http", "https"):
         raise ValueError(f"cannot fetch {url!r}: only http:// and https:// URLs are supported")
@@ -139,14 +140,15 @@ def fetch(
     with _locked(final.with_name(final.name + ".lock"), waiting=url if progress else None):
         entry = None if sha256 else recorded(url)
         expected = sha256 or (entry["sha256"] if entry else None)
-        source = "given" if sha256 else (f"recorded at its first download, {entry['recorded']}" if entry else "")
+        when = entry.get("recorded", "date unknown") if entry else ""
+        source = "given" if sha256 else f"recorded at its first download, {when}"
         if final.exists():
             found = _verify(final, url, expected, source, size, downloaded=False)
             if entry is None:
                 _record(url, found, final.stat().st_size)
             return final
         if is_offline(offline):
-            why = "offline=True" if offline else "PROBING_OFFLINE is set"
+            why = "offline=True" if offline else "PROBING_OFFLINE is set; unset it first"
             raise OfflineError(
                 f"{url} is not in the cache ({final}) and network access is disabled ({why}). "
                 f"Fetch it once with network access: {hint}"
@@ -202,7 +204,9 @@ def _verify(
     return digest
 
 
-def _download(url: str, part: Path, size: int | None, progress: bool, retries: int, label: str) -> tuple[str, int]:
+def _download(
+    url: str, part: Path, size: int | None, progress: bool, retries: int, label: str
+) -> tuple[str, int]:
     """Bring ``part`` to the complete file, resuming after interruptions; return (sha256, bytes)."""
     attempt = 0
     while True:
@@ -217,7 +221,7 @@ def _download(url: str, part: Path, size: int | None, progress: bool, retries: i
                     f"the {have} bytes received so far are kept in {part} and the next attempt resumes "
                     f"from there: run the same command again."
                 ) from None
-            log.warning("transfer of %s interrupted (%s); resuming (attempt %d of %d)", url, exc, attempt, retries)
+            log.warning("transfer of %s interrupted (%s); resuming (retry %d of %d)", url, exc, attempt, retries)
             time.sleep(RETRY_WAIT_S * attempt)
 
 
@@ -281,15 +285,16 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
                 f"Nothing was kept; the expected size or the server's file is out of date."
             )
         n = offset
-        with open(part, mode) as f, tqdm(
-            total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label, disable=not progress
-        ) as bar:
+        bar = tqdm(total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
+                   disable=not progress)
+        with open(part, mode) as f, bar:
             try:
                 while True:
                     try:
                         chunk = resp.read(CHUNK_BYTES)
                     except _TRANSFER_ERRORS as exc:
-                        raise _Interrupted(f"connection lost after {n} of {total or '?'} bytes ({exc!r})") from None
+                        lost = f"connection lost after {n} of {total or '?'} bytes ({exc!r})"
+                        raise _Interrupted(lost) from None
                     if not chunk:
                         break
                     f.write(chunk)
@@ -352,7 +357,9 @@ def _read_ledger() -> dict[str, dict]:
     try:
         ledger = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DownloadError(f"the download ledger {path} is not valid JSON ({exc}); delete it to start afresh") from None
+        raise DownloadError(
+            f"the download ledger {path} is not valid JSON ({exc}); delete it to start afresh"
+        ) from None
     if not isinstance(ledger, dict):
         raise DownloadError(f"the download ledger {path} must hold a JSON object; delete it to start afresh")
     for url, entry in ledger.items():

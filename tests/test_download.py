@@ -29,7 +29,9 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def server():
-    srv = FileServer({"/elmo/lm_weights.hdf5": WEIGHTS, "/elmo/options.json": OPTIONS, "/other/options.json": OPTIONS})
+    srv = FileServer(
+        {"/elmo/lm_weights.hdf5": WEIGHTS, "/elmo/options.json": OPTIONS, "/other/options.json": OPTIONS}
+    )
     yield srv
     srv.stop()
 
@@ -39,7 +41,7 @@ def test_clean_download_is_verified_cached_and_recorded(server, cache):
     path = fetch(url, sha256=WEIGHTS_SHA, size=len(WEIGHTS), progress=False)
     assert path.read_bytes() == WEIGHTS, "the cached file must hold exactly the served bytes"
     assert path.parent == cache / "downloads", "files live under $PROBING_CACHE/downloads"
-    assert path.name.startswith("lm_weights-") and path.suffix == ".hdf5", f"name keeps the basename: {path.name}"
+    assert path.name.startswith("lm_weights-") and path.suffix == ".hdf5", f"keeps the basename: {path.name}"
     assert sorted(p.name for p in path.parent.glob("*.part")) == [], "no partial file is left behind"
     ledger = json.loads((cache / "downloads" / "ledger.json").read_text())
     assert ledger[url]["sha256"] == WEIGHTS_SHA and ledger[url]["size"] == len(WEIGHTS)
@@ -59,7 +61,7 @@ def test_interrupted_transfer_resumes_with_range(server):
     server.drop_after["/elmo/lm_weights.hdf5"] = half
     path = fetch(server.url("/elmo/lm_weights.hdf5"), progress=False)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == WEIGHTS_SHA, "resumed file must equal the original"
-    assert [r.range for r in server.requests] == [None, f"bytes={half}-"], "the retry must ask only for the rest"
+    assert [r.range for r in server.requests] == [None, f"bytes={half}-"], "the retry asks only for the rest"
 
 
 def test_interruption_past_retries_keeps_part_and_next_call_resumes(server):

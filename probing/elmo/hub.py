@@ -1,0 +1,211 @@
+"""Registry of ELMo checkpoints: the four official AllenNLP biLMs and the model bundled with the package.
+
+``resolve(name)`` gives local ``(options.json, weights.hdf5)`` paths, downloading official files into
+the cache through ``probing.download.fetch`` (resumable, verified, offline-aware).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from probing import paths
+from probing.download import cache_path, fetch
+from probing.elmo.options import ElmoOptions
+
+S3 = "https://allennlp.s3.amazonaws.com/models/elmo"
+_CHAR_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+_ONE_BILLION = "1B Word Benchmark (~800M tokens of WMT 2011 news)"
+_FIVE_BILLION = "5.5B tokens (Wikipedia 1.9B + WMT 2008-2012 news crawl 3.6B)"
+
+
+class UnknownCheckpointError(ValueError):
+    """The name is not in the registry; the message lists the known names."""
+
+
+class ArchitectureMismatchError(ValueError):
+    """A downloaded options.json does not describe the architecture its registry entry promises."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One ELMo biLM: where its two files come from, and what architecture they hold.
+
+    Official checkpoints have URLs and a known ``architecture``; the bundled model has ``bundled``, a
+    folder under ``probing.paths.resources_dir()`` holding ``options.json`` and ``weights.hdf5``.
+    """
+
+    name: str
+    description: str
+    options_url: str | None = None
+    weights_url: str | None = None
+    architecture: ElmoOptions | None = None
+    options_sha256: str | None = None
+    weights_sha256: str | None = None
+    bundled: str | None = None
+
+    def __post_init__(self) -> None:
+        remote = self.options_url is not None and self.weights_url is not None
+        if remote == (self.bundled is not None) or (self.options_url is None) != (self.weights_url is None):
+            raise ValueError(
+                f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both"
+            )
+
+    @property
+    def dim(self) -> int | None:
+        """Width of each output layer (forward and backward projections side by side)."""
+        return self.architecture.output_dim if self.architecture else None
+
+    @property
+    def n_params(self) -> int | None:
+        return count_parameters(self.architecture) if self.architecture else None
+
+
+def count_parameters(opts: ElmoOptions) -> int:
+    """Number of values in the biLM's weights file (the official HDF5 layout; no softmax).
+
+    The character table stores ``n_characters - 1`` rows: the padding row is implicit.
+    """
+    e, f, p, c = opts.char_embed_dim, opts.n_filters, opts.projection_dim, opts.lstm_dim
+    chars = (opts.n_characters - 1) * e
+    cnn = sum(width * e * n + n for width, n in opts.filters)
+    highway = opts.n_highway * 2 * (f * f + f)
+    projection = f * p + p
+    lstm_cell = 2 * p * 4 * c + 4 * c + c * p  # input (p) and recurrent projection (p) -> 4 gates, bias, c -> p
+    return chars + cnn + highway + projection + 2 * opts.n_layers * lstm_cell
+
+
+def _official(name: str, tag: str, description: str) -> Checkpoint:
+    """An AllenNLP checkpoint; its architecture is read off the tag, e.g. ``2x1024_128_2048cnn_1xhighway``."""
+    m = re.fullmatch(r"(\d+)x(\d+)_(\d+)_(\d+)cnn_(\d+)xhighway(?:_[\w.]+)?", tag)
+    if m is None or int(m.group(4)) != sum(n for _, n in _CHAR_FILTERS):
+        raise ValueError(f"unexpected ELMo checkpoint tag {tag!r}")
+    n_layers, lstm_dim, projection_dim, _, n_highway = map(int, m.groups())
+    architecture = ElmoOptions(
+        char_embed_dim=16, filters=_CHAR_FILTERS, n_highway=n_highway, n_characters=262,
+        max_characters_per_token=50, activation="relu", lstm_dim=lstm_dim, projection_dim=projection_dim,
+        n_layers=n_layers, cell_clip=3.0, proj_clip=3.0, use_skip_connections=True,
+    )
+    base = f"{S3}/{tag}/elmo_{tag}"
+    return Checkpoint(
+        name, description, f"{base}_options.json", f"{base}_weights.hdf5", architecture=architecture
+    )
+
+
+REGISTRY: dict[str, Checkpoint] = {
+    c.name: c
+    for c in (
+        _official("small", "2x1024_128_2048cnn_1xhighway",
+                  f"smallest official ELMo: LSTM 1024 / projection 128, 1 highway layer; {_ONE_BILLION}"),
+        _official("medium", "2x2048_256_2048cnn_1xhighway",
+                  f"LSTM 2048 / projection 256, 1 highway layer; {_ONE_BILLION}"),
+        _official("original", "2x4096_512_2048cnn_2xhighway",
+                  "the ELMo of Peters et al. (2018): LSTM 4096 / projection 512, 2 highway layers; "
+                  f"{_ONE_BILLION}"),
+        _official("original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B",
+                  f"same architecture as 'original', trained on {_FIVE_BILLION}"),
+        Checkpoint("default", "the model bundled with the package (pretrained with `probing pretrain`); "
+                   "no download", bundled="models/default"),
+    )
+}
+
+
+def names(registry: Mapping[str, Checkpoint] | None = None) -> list[str]:
+    return list(REGISTRY if registry is None else registry)
+
+
+def get(name: str, registry: Mapping[str, Checkpoint] | None = None) -> Checkpoint:
+    """The registry entry ``name``; an unknown name is an error that lists the known ones."""
+    registry = REGISTRY if registry is None else registry
+    if name not in registry:
+        raise UnknownCheckpointError(f"unknown ELMo checkpoint {name!r}; known: {', '.join(registry)}")
+    return registry[name]
+
+
+def bundled_paths(entry: Checkpoint) -> tuple[Path, Path]:
+    folder = paths.resources_dir() / (entry.bundled or "")
+    return folder / "options.json", folder / "weights.hdf5"
+
+
+def resolve(
+    name: str,
+    *,
+    offline: bool | None = None,
+    progress: bool = True,
+    registry: Mapping[str, Checkpoint] | None = None,
+) -> tuple[Path, Path]:
+    """Local ``(options_path, weights_path)`` of checkpoint ``name``, downloading what is missing.
+
+    ``offline`` (default ``$PROBING_OFFLINE``) forbids the network: files must already be cached.
+    A downloaded options.json is checked against the architecture the registry promises before the
+    (large) weights file is fetched.
+    """
+    entry = get(name, registry)
+    if entry.bundled is not None:
+        options, weights = bundled_paths(entry)
+        missing = [str(p) for p in (options, weights) if not p.is_file()]
+        if missing:
+            official = [n for n, c in (REGISTRY if registry is None else registry).items() if c.bundled is None]
+            raise FileNotFoundError(
+                f"checkpoint {name!r} is bundled with the package, but {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} missing: reinstall the package, or use a "
+                f"downloadable checkpoint ({', '.join(official)})"
+            )
+        return options, weights
+    hint = f"probing download {name}"
+    options = fetch(entry.options_url, sha256=entry.options_sha256, offline=offline, progress=False, hint=hint)
+    if entry.architecture is not None:
+        _check_architecture(entry, options)
+    weights = fetch(
+        entry.weights_url, sha256=entry.weights_sha256, offline=offline, progress=progress, hint=hint
+    )
+    return options, weights
+
+
+def download(name: str, *, registry: Mapping[str, Checkpoint] | None = None) -> tuple[Path, Path]:
+    """Fetch checkpoint ``name`` into the cache with a progress bar (``probing download NAME``)."""
+    return resolve(name, progress=True, registry=registry)
+
+
+def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:
+    """One row per checkpoint: name, dim, n_params, description, available (usable offline now),
+    options and weights (URLs, or the bundled paths)."""
+    rows = []
+    for entry in (REGISTRY if registry is None else registry).values():
+        if entry.bundled is not None:
+            options, weights = bundled_paths(entry)
+            available = options.is_file() and weights.is_file()
+            arch = ElmoOptions.from_json(options) if options.is_file() else None
+            dim, n_params = (arch.output_dim, count_parameters(arch)) if arch else (None, None)
+            sources = (str(options), str(weights))
+        else:
+            available = cache_path(entry.options_url).is_file() and cache_path(entry.weights_url).is_file()
+            dim, n_params = entry.dim, entry.n_params
+            sources = (entry.options_url, entry.weights_url)
+        rows.append(
+            {"name": entry.name, "dim": dim, "n_params": n_params, "description": entry.description,
+             "available": available, "options": sources[0], "weights": sources[1]}
+        )
+    df = pd.DataFrame(rows)
+    return df.astype({"dim": "Int64", "n_params": "Int64", "available": bool})
+
+
+def _check_architecture(entry: Checkpoint, options: Path) -> None:
+    """The fields named in the checkpoint's tag must match the downloaded options.json."""
+    found = ElmoOptions.from_json(options)
+    fields = ("n_layers", "lstm_dim", "projection_dim", "n_filters", "n_highway")
+    diffs = [
+        f"{f}: expected {getattr(entry.architecture, f)}, found {getattr(found, f)}"
+        for f in fields
+        if getattr(found, f) != getattr(entry.architecture, f)
+    ]
+    if diffs:
+        raise ArchitectureMismatchError(
+            f"{options} (from {entry.options_url}) does not describe checkpoint {entry.name!r}: "
+            f"{'; '.join(diffs)}. The server's file or the registry entry is wrong; "
+            f"delete the file to refetch it."
+        )
