@@ -1,0 +1,344 @@
+"""Nearest neighbours: word types in a static vector table, word occurrences in a cached corpus.
+
+All searches are exact cosine searches read in chunks, so memory stays bounded however large the
+vector table or activation store is. Results are DataFrames (they render in Jupyter);
+:func:`format_table` renders them as plain text for a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from probing.glove import UnknownWordError, Vectors
+
+Gloss = Callable[[str], str]
+
+# The two source sentences of Peters et al. (2018), Table 4 (cut where the paper writes "{...}").
+PAPER_TABLE4_SOURCES: tuple[tuple[list[str], int], ...] = (
+    ("Chico Ruiz made a spectacular play on Alusik 's grounder".split(), 5),
+    ("Olivia De Havilland signed to do a Broadway play for Garson".split(), 8),
+)
+
+
+def cosine_topk(
+    matrix: np.ndarray,
+    query: np.ndarray,
+    k: int,
+    *,
+    rows: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
+    chunk_rows: int = 16384,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` rows of ``matrix`` by cosine similarity to ``query``, best first.
+
+    ``matrix`` may be a memmap (any float dtype); it is read ``chunk_rows`` rows at a time and
+    converted to float32. ``rows`` restricts the search to those row indices; ``exclude`` is a
+    boolean mask over all rows of ``matrix`` marking rows to skip. Rows with zero norm have no
+    cosine and are skipped. Ties are broken by the lower row index, so results are deterministic.
+    Returns ``(row indices int64, cosines float32)``.
+    """
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if q.shape[0] != matrix.shape[1]:
+        raise ValueError(f"query has dimension {q.shape[0]}, the vectors have {matrix.shape[1]}")
+    q_norm = float(np.linalg.norm(q))
+    if not np.isfinite(q_norm) or q_norm == 0:
+        raise ValueError("the query vector is zero (or not finite): cosine similarity is undefined")
+    q = q / q_norm
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if exclude is not None and exclude.shape != (matrix.shape[0],):
+        raise ValueError(f"exclude must be a boolean mask of length {matrix.shape[0]}, got shape {exclude.shape}")
+    n = matrix.shape[0] if rows is None else len(rows)
+    best_ids = np.empty(0, dtype=np.int64)
+    best_sims = np.empty(0, dtype=np.float32)
+    for start in range(0, n, chunk_rows):
+        stop = min(start + chunk_rows, n)
+        if rows is None:
+            ids = np.arange(start, stop, dtype=np.int64)
+            block = np.asarray(matrix[start:stop], dtype=np.float32)
+        else:
+            ids = np.asarray(rows[start:stop], dtype=np.int64)
+            block = np.asarray(matrix[ids], dtype=np.float32)
+        norms = np.linalg.norm(block, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sims = (block @ q) / norms
+        valid = norms > 0
+        if exclude is not None:
+            valid &= ~exclude[ids]
+        ids, sims = ids[valid], sims[valid].astype(np.float32)
+        if len(sims) > k:
+            kth = np.partition(sims, len(sims) - k)[len(sims) - k]
+            keep = sims >= kth  # keeps every tie with the k-th value
+            ids, sims = ids[keep], sims[keep]
+        best_ids = np.concatenate([best_ids, ids])
+        best_sims = np.concatenate([best_sims, sims])
+        order = np.lexsort((best_ids, -best_sims))[:k]
+        best_ids, best_sims = best_ids[order], best_sims[order]
+    return best_ids, best_sims
+
+
+# -- word types ---------------------------------------------------------------------------------
+
+
+def type_neighbors(vectors: Vectors, word: str, k: int = 10, *, chunk_rows: int = 65536) -> pd.DataFrame:
+    """The ``k`` vocabulary words closest to ``word`` by cosine (``rank, word, cosine``), excluding itself."""
+    row = vectors.index_of(word)
+    if row is None:
+        raise UnknownWordError(f"{word!r} is not in the vocabulary of {vectors.name} ({len(vectors)} words)")
+    exclude = np.zeros(len(vectors), dtype=bool)
+    exclude[row] = True
+    ids, sims = cosine_topk(vectors.matrix, vectors.matrix[row], k, exclude=exclude, chunk_rows=chunk_rows)
+    return pd.DataFrame(
+        {"rank": np.arange(1, len(ids) + 1), "word": [vectors.vocab[i] for i in ids], "cosine": sims}
+    )
+
+
+# -- word occurrences in a store ----------------------------------------------------------------
+
+
+def _sentence_rows(tokens: pd.DataFrame, row: int) -> np.ndarray:
+    """Row indices of the sentence holding ``row``, in token order (no contiguity assumed)."""
+    sid = tokens["sentence_id"].to_numpy()
+    rows = np.flatnonzero(sid == sid[row])
+    return rows[np.argsort(tokens["position"].to_numpy()[rows], kind="stable")]
+
+
+def mark(words: Sequence[str], position: int) -> str:
+    """The sentence as text with the word at ``position`` in brackets: ``a fine [play] .``"""
+    return " ".join(f"[{w}]" if i == position else w for i, w in enumerate(words))
+
+
+def sentence_text(tokens: pd.DataFrame, row: int) -> str:
+    """The sentence of store row ``row`` rebuilt from the token table, its word marked."""
+    rows = _sentence_rows(tokens, row)
+    words = tokens["word"].to_numpy()[rows]
+    return mark(list(words), int(np.flatnonzero(rows == row)[0]))
+
+
+def _gloss_of(keys: str, gloss: Gloss) -> str:
+    out = []
+    for key in keys.split():
+        try:
+            out.append(gloss(key))
+        except LookupError:
+            out.append(f"(no gloss for {key})")
+    return " | ".join(out)
+
+
+def _layer_index(layer: int | str, names: Sequence[str] | None) -> int:
+    if isinstance(layer, (int, np.integer)):
+        return int(layer)
+    if names is not None and str(layer) in list(names):
+        return list(names).index(str(layer))
+    if str(layer).isdigit():
+        return int(layer)
+    raise ValueError(f"unknown layer {layer!r}; expected an index or one of {list(names or [])}")
+
+
+def _store_layer_names(store: Any) -> list[str] | None:
+    names = getattr(store, "layer_names", None)
+    if names is None:
+        names = (getattr(store, "manifest", None) or {}).get("layer_names")
+    return list(names) if names is not None else None
+
+
+def occurrence_neighbors(
+    store: Any,
+    query: int | np.ndarray,
+    layer: int | str,
+    k: int = 5,
+    rows: np.ndarray | None = None,
+    *,
+    exclude_own_sentence: bool = True,
+    exclude_sentences: Iterable[str] = (),
+    gloss: Gloss | None = None,
+    chunk_rows: int = 8192,
+) -> pd.DataFrame:
+    """The ``k`` token occurrences in ``store`` closest to ``query`` at ``layer``, by cosine.
+
+    ``query`` is a row of the store or a vector of the layer's width. With a row and
+    ``exclude_own_sentence`` (default), occurrences in the query's own sentence are skipped (they
+    share its context and would crowd the list); ``exclude_sentences`` skips more sentence ids.
+    ``rows`` restricts the search (e.g. ``store.rows(lemma="play")``). ``gloss(key) -> str``, when
+    given, adds a ``gloss`` column. Columns: ``rank, cosine, word, lemma, sense, [gloss], sentence,
+    sentence_id, row``; ``sentence`` has the neighbour word in brackets.
+    """
+    tokens = store.tokens
+    matrix = store.layer(_layer_index(layer, _store_layer_names(store)))
+    if matrix.shape[0] != len(tokens):
+        raise ValueError(f"store layer {layer!r} has {matrix.shape[0]} rows but the token table has {len(tokens)}")
+    excluded_ids = set(exclude_sentences)
+    if isinstance(query, (int, np.integer)):
+        if not 0 <= int(query) < len(tokens):
+            raise IndexError(f"query row {query} is outside the store's {len(tokens)} tokens")
+        vector = np.asarray(matrix[int(query)], dtype=np.float32)
+        if exclude_own_sentence:
+            excluded_ids.add(tokens["sentence_id"].iat[int(query)])
+    else:
+        vector = np.asarray(query, dtype=np.float32)
+    exclude = np.isin(tokens["sentence_id"].to_numpy(), list(excluded_ids)) if excluded_ids else None
+    ids, sims = cosine_topk(matrix, vector, k, rows=rows, exclude=exclude, chunk_rows=chunk_rows)
+    hits = tokens.iloc[ids]
+    out = pd.DataFrame(
+        {
+            "rank": np.arange(1, len(ids) + 1),
+            "cosine": sims,
+            "word": hits["word"].to_numpy(),
+            "lemma": hits["lemma"].to_numpy(),
+            "sense": hits["sense"].to_numpy(),
+        }
+    )
+    if gloss is not None:
+        out["gloss"] = [_gloss_of(s, gloss) for s in out["sense"]]
+    out["sentence"] = [sentence_text(tokens, int(i)) for i in ids]
+    out["sentence_id"] = hits["sentence_id"].to_numpy()
+    out["row"] = ids
+    return out
+
+
+def _as_tokens(sentence: str | Sequence[str]) -> list[str]:
+    return sentence.split() if isinstance(sentence, str) else list(sentence)
+
+
+def _same_sentences(tokens: pd.DataFrame, words: list[str], position: int) -> set[str]:
+    """Ids of store sentences whose words equal ``words`` (the query sentence, when it is in the store)."""
+    base = int(tokens["position"].min()) if len(tokens) else 0
+    candidates = np.flatnonzero(
+        (tokens["word"].to_numpy() == words[position]) & (tokens["position"].to_numpy() == position + base)
+    )
+    found = set()
+    for row in candidates:
+        rows = _sentence_rows(tokens, int(row))
+        if list(tokens["word"].to_numpy()[rows]) == words:
+            found.add(tokens["sentence_id"].iat[int(row)])
+    return found
+
+
+def _encode(encoder: Any, words: list[str]) -> np.ndarray:
+    """All layers of one sentence from the encoder: (n_layers, len(words), dim) float32."""
+    out = np.asarray(encoder.encode([words])[0], dtype=np.float32)
+    if out.ndim != 3 or out.shape[1] != len(words):
+        raise ValueError(f"encoder {getattr(encoder, 'name', encoder)!r} returned shape {out.shape} for {len(words)} words")
+    return out
+
+
+def _locate(words: list[str], position: int | None, word: str | None) -> int:
+    if position is None:
+        if word is None:
+            raise ValueError("give the query's position in the sentence (or the word to find)")
+        lowered = [w.lower() for w in words]
+        if word.lower() not in lowered:
+            raise ValueError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
+        return lowered.index(word.lower())
+    if not 0 <= position < len(words):
+        raise ValueError(f"position {position} is outside the sentence of {len(words)} words")
+    return position
+
+
+def neighbors(
+    word: str | None = None,
+    *,
+    vectors: Vectors | None = None,
+    sentence: str | Sequence[str] | None = None,
+    position: int | None = None,
+    layer: int | str | None = None,
+    store: Any = None,
+    encoder: Any = None,
+    k: int | None = None,
+    rows: np.ndarray | None = None,
+    gloss: Gloss | None = None,
+    exclude_same_sentence: bool = True,
+) -> pd.DataFrame:
+    """Nearest neighbours, for a word type or for a word in context.
+
+    - ``neighbors("play", vectors=v)``: the word's type neighbours in a static table (k=10).
+    - ``neighbors(sentence=..., position=i, layer=l, store=s, encoder=e)``: embeds the sentence
+      (a string is split on whitespace) with the encoder and lists the nearest occurrences in the
+      store at that layer (k=5); ``word`` may replace ``position`` (its first occurrence). The
+      query sentence itself is skipped if the store holds it (``exclude_same_sentence``).
+    """
+    if sentence is None:
+        if word is None or vectors is None:
+            raise ValueError("give word= and vectors= (type neighbours), or sentence=, layer=, store=, encoder=")
+        return type_neighbors(vectors, word, k=k or 10)
+    if store is None or encoder is None or layer is None:
+        raise ValueError("neighbours in context need store=, encoder= and layer=")
+    words = _as_tokens(sentence)
+    pos = _locate(words, position, word)
+    vector = _encode(encoder, words)[_layer_index(layer, list(encoder.layer_names)), pos]
+    skip = _same_sentences(store.tokens, words, pos) if exclude_same_sentence else set()
+    return occurrence_neighbors(store, vector, layer, k=k or 5, rows=rows, exclude_sentences=skip, gloss=gloss)
+
+
+def table4(
+    vectors: Vectors | None,
+    store: Any,
+    encoder: Any,
+    word: str = "play",
+    sources: Sequence[tuple[str | Sequence[str], int]] | None = None,
+    layers: Sequence[int | str] | None = None,
+    *,
+    k_glove: int = 10,
+    rows: np.ndarray | None = None,
+    gloss: Gloss | None = None,
+) -> pd.DataFrame:
+    """Peters et al. (2018) Table 4: GloVe's type neighbours vs. the biLM's neighbours in context.
+
+    First row: ``source="GloVe"``, the ``k_glove`` type neighbours of ``word``. Then, for each
+    source ``(tokens, position)`` and each layer, the nearest occurrence in ``store`` (SemCor in
+    the paper) with its sentence, sense and gloss. ``sources`` defaults to the paper's two
+    sentences when ``word == "play"``; ``layers`` defaults to all of the encoder's layers.
+    ``rows`` restricts the search, e.g. to the word's own occurrences. Columns: ``source, layer,
+    nearest, cosine, sense, gloss, sentence_id``.
+    """
+    if sources is None:
+        if word != "play":
+            raise ValueError("sources= is required unless word == 'play' (the paper's own sentences)")
+        sources = PAPER_TABLE4_SOURCES
+    layer_names = list(encoder.layer_names)
+    layers = list(layer_names if layers is None else layers)
+    records = []
+    if vectors is not None:
+        glove = type_neighbors(vectors, word, k=k_glove)
+        records.append(
+            {"source": "GloVe", "layer": "glove", "nearest": ", ".join(glove["word"]), "cosine": np.nan,
+             "sense": "", "gloss": "", "sentence_id": ""}
+        )
+    for sentence, position in sources:
+        words = _as_tokens(sentence)
+        pos = _locate(words, position, None)
+        encoded = _encode(encoder, words)
+        skip = _same_sentences(store.tokens, words, pos)
+        for layer in layers:
+            vector = encoded[_layer_index(layer, layer_names), pos]
+            hit = occurrence_neighbors(store, vector, layer, k=1, rows=rows, exclude_sentences=skip, gloss=gloss)
+            if hit.empty:
+                raise ValueError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")
+            top = hit.iloc[0]
+            records.append(
+                {"source": mark(words, pos), "layer": str(layer), "nearest": top["sentence"],
+                 "cosine": float(top["cosine"]), "sense": top["sense"], "gloss": top.get("gloss", ""),
+                 "sentence_id": top["sentence_id"]}
+            )
+    return pd.DataFrame.from_records(
+        records, columns=["source", "layer", "nearest", "cosine", "sense", "gloss", "sentence_id"]
+    )
+
+
+def format_table(df: pd.DataFrame, max_colwidth: int = 70, float_format: str = "{:.3f}") -> str:
+    """Plain-text rendering for a terminal: left-aligned text, long cells cut with an ellipsis."""
+
+    def cell(value: Any) -> str:
+        text = float_format.format(value) if isinstance(value, (float, np.floating)) else str(value)
+        return text if len(text) <= max_colwidth else text[: max_colwidth - 1] + "…"
+
+    columns = [str(c) for c in df.columns]
+    body = [[cell(v) for v in row] for row in df.itertuples(index=False)]
+    widths = [max([len(c)] + [len(r[j]) for r in body]) for j, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
+    return "\n".join(lines)

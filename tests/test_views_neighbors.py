@@ -1,0 +1,281 @@
+"""Tests for probing.views.neighbors: exact chunked cosine search, type and occurrence neighbours, Table 4."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probing.glove import UnknownWordError, Vectors
+from probing.views.neighbors import (
+    cosine_topk,
+    format_table,
+    neighbors,
+    occurrence_neighbors,
+    sentence_text,
+    table4,
+    type_neighbors,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "glove"
+TOKEN_COLUMNS = ["sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id", "oov"]
+
+
+# -- contract-following stand-ins ----------------------------------------------------------------
+
+
+class FakeEncoder:
+    """Layer 0: a fixed random vector per word form; layer l adds l x the mean of the other words."""
+
+    name, fingerprint, layer_names, dim = "fake", "fake-encoder", ["0", "1", "2"], 8
+
+    def word_vector(self, word: str) -> np.ndarray:
+        return np.random.default_rng(zlib.crc32(word.encode())).standard_normal(self.dim).astype(np.float32)
+
+    def encode(self, sentences):
+        out = []
+        for words in sentences:
+            base = np.stack([self.word_vector(w) for w in words])
+            context = (base.sum(axis=0) - base) / max(len(words) - 1, 1)
+            out.append(np.stack([base + layer * context for layer in range(3)]).astype(np.float32))
+        return out
+
+    def oov_mask(self, words):
+        return np.zeros(len(words), dtype=bool)
+
+
+class FakeStore:
+    """``tokens`` and ``layer(k)`` -> read-only fp16 memmap aligned with it, as DESIGN.md's Store."""
+
+    def __init__(self, tokens: pd.DataFrame, paths: list[Path]) -> None:
+        self.tokens, self._paths = tokens, paths
+
+    def layer(self, k: int) -> np.ndarray:
+        return np.load(self._paths[k], mmap_mode="r", allow_pickle=False)
+
+
+SENTENCES = [
+    ("Chico Ruiz made a spectacular play on Alusik 's grounder".split(), {5: "play%1:04:00::"}),
+    ("the shortstop made a fine play at second base".split(), {5: "play%1:04:00::"}),
+    ("they handed her a fat role in a successful play".split(), {9: "play%1:10:00::"}),
+    ("the play opened on Broadway to good reviews".split(), {1: "play%1:10:00::"}),
+    ("children play in the park after school".split(), {1: "play%2:33:00::"}),
+    ("she will play the piano at the concert".split(), {2: "play%2:36:00::"}),
+    ("a bank of the river flooded".split(), {1: "bank%1:17:01::"}),
+    ("the bank raised its interest rates".split(), {1: "bank%1:14:00::"}),
+]
+GLOSSES = {
+    "play%1:04:00::": "a deliberate coordinated movement in a game",
+    "play%1:10:00::": "a dramatic work for the stage",
+    "play%2:33:00::": "participate in games or sport",
+}
+
+
+def make_store(folder: Path, order: np.ndarray | None = None) -> FakeStore:
+    """Encode SENTENCES with FakeEncoder into a store; ``order`` shuffles the token rows."""
+    enc, records, blocks = FakeEncoder(), [], []
+    for i, (words, senses) in enumerate(SENTENCES):
+        for p, w in enumerate(words):
+            records.append({"sentence_id": f"s{i}", "doc_id": f"d{i}", "position": p, "word": w, "upos": "",
+                            "xpos": "", "lemma": w.lower(), "sense": senses.get(p, ""), "instance_id": "",
+                            "oov": False})
+        blocks.append(enc.encode([words])[0])
+    tokens = pd.DataFrame.from_records(records, columns=TOKEN_COLUMNS)
+    stacked = np.concatenate(blocks, axis=1)
+    if order is not None:
+        tokens, stacked = tokens.iloc[order].reset_index(drop=True), stacked[:, order]
+    paths = []
+    for k in range(stacked.shape[0]):
+        np.save(folder / f"layer{k}.npy", stacked[k].astype(np.float16), allow_pickle=False)
+        paths.append(folder / f"layer{k}.npy")
+    return FakeStore(tokens, paths)
+
+
+def brute_force(matrix: np.ndarray, query: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The reference: every cosine in float64, sorted by (cosine desc, row asc)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    cos = m @ query / (np.linalg.norm(m, axis=1) * np.linalg.norm(query))
+    ids = np.flatnonzero(allowed)
+    order = np.lexsort((ids, -cos[ids]))[:k]
+    return ids[order], cos[ids][order]
+
+
+# -- cosine_topk ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_chunked_search_equals_brute_force(tmp_path, dtype):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "m.npy"
+    np.save(path, rng.standard_normal((1000, 16)).astype(dtype))
+    matrix = np.load(path, mmap_mode="r")
+    query = rng.standard_normal(16)
+    for chunk in (37, 1000, 4096):  # many chunks, exactly one, one larger than the matrix
+        ids, sims = cosine_topk(matrix, query, 10, chunk_rows=chunk)
+        ref_ids, ref_sims = brute_force(matrix, query, np.ones(1000, bool), 10)
+        np.testing.assert_array_equal(ids, ref_ids)
+        np.testing.assert_allclose(sims, ref_sims, atol=1e-5)
+
+
+def test_search_honours_rows_and_exclude():
+    rng = np.random.default_rng(1)
+    matrix = rng.standard_normal((500, 8)).astype(np.float32)
+    query = rng.standard_normal(8)
+    rows = np.sort(rng.choice(500, 200, replace=False))
+    exclude = np.zeros(500, bool)
+    exclude[rows[::3]] = True
+    ids, sims = cosine_topk(matrix, query, 7, rows=rows, exclude=exclude, chunk_rows=16)
+    allowed = np.zeros(500, bool)
+    allowed[rows] = True
+    allowed &= ~exclude
+    ref_ids, ref_sims = brute_force(matrix, query, allowed, 7)
+    np.testing.assert_array_equal(ids, ref_ids)
+    np.testing.assert_allclose(sims, ref_sims, atol=1e-5)
+
+
+def test_ties_break_by_row_and_zero_rows_are_skipped():
+    # rows 1, 3 and 4 all equal the query direction (cosine 1); row 2 is zero (no cosine)
+    matrix = np.array([[0, 1], [1, 0], [0, 0], [2, 0], [3, 0], [1, 1]], dtype=np.float32)
+    ids, sims = cosine_topk(matrix, np.array([1.0, 0.0]), 2, chunk_rows=2)
+    np.testing.assert_array_equal(ids, [1, 3])
+    ids, _ = cosine_topk(matrix, np.array([1.0, 0.0]), 10, chunk_rows=2)
+    assert 2 not in ids and len(ids) == 5, "the zero row is never a neighbour"
+
+
+def test_search_rejects_bad_queries():
+    m = np.eye(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="dimension 2"):
+        cosine_topk(m, np.ones(2), 1)
+    with pytest.raises(ValueError, match="zero"):
+        cosine_topk(m, np.zeros(3), 1)
+
+
+# -- type neighbours -----------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def tiny(tmp_path, monkeypatch) -> Vectors:
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
+    return Vectors.from_file(FIXTURES / "tiny.glove.txt", progress=False)
+
+
+def test_type_neighbors_match_brute_force_and_skip_the_word(tiny):
+    top = type_neighbors(tiny, "King", k=3)
+    assert list(top.columns) == ["rank", "word", "cosine"]
+    allowed = np.ones(len(tiny), bool)
+    allowed[tiny.index_of("king")] = False
+    ref_ids, ref_sims = brute_force(tiny.matrix, tiny["king"], allowed, 3)
+    assert top["word"].tolist() == [tiny.vocab[i] for i in ref_ids] == ["prince", "queen", "princess"]  # cosines .994, .992, .986
+    np.testing.assert_allclose(top["cosine"], ref_sims, atol=1e-6)
+    assert top["rank"].tolist() == [1, 2, 3]
+
+
+def test_type_neighbors_oov_is_a_clear_error(tiny):
+    with pytest.raises(UnknownWordError, match="'zzyzx' is not in the vocabulary of tiny.glove.txt"):
+        neighbors("zzyzx", vectors=tiny)
+
+
+# -- occurrence neighbours -----------------------------------------------------------------------
+
+
+def row_of(store: FakeStore, sentence: int, position: int) -> int:
+    t = store.tokens
+    return int(np.flatnonzero((t["sentence_id"] == f"s{sentence}") & (t["position"] == position))[0])
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_occurrence_neighbors_match_brute_force(tmp_path, shuffle):
+    n = sum(len(w) for w, _ in SENTENCES)
+    order = np.random.default_rng(3).permutation(n) if shuffle else None
+    store = make_store(tmp_path, order)
+    query = row_of(store, 0, 5)  # "play" in the Chico Ruiz sentence
+    got = occurrence_neighbors(store, query, layer=2, k=4, gloss=GLOSSES.__getitem__, chunk_rows=7)
+    same = (store.tokens["sentence_id"] == "s0").to_numpy()
+    matrix = store.layer(2)
+    ref_ids, ref_sims = brute_force(matrix, np.asarray(matrix[query], np.float64), ~same, 4)
+    np.testing.assert_array_equal(got["row"], ref_ids)
+    np.testing.assert_allclose(got["cosine"], ref_sims, atol=1e-5)
+    assert "s0" not in set(got["sentence_id"]), "the query's own sentence is excluded by default"
+    assert list(got.columns) == ["rank", "cosine", "word", "lemma", "sense", "gloss", "sentence", "sentence_id", "row"]
+    # each sentence is rebuilt in word order, whatever the row order, with the hit marked
+    for _, hit in got.iterrows():
+        sid = int(hit["sentence_id"][1:])
+        words, pos = SENTENCES[sid][0], int(store.tokens["position"].iat[hit["row"]])
+        assert hit["sentence"] == " ".join(f"[{w}]" if i == pos else w for i, w in enumerate(words))
+        key = SENTENCES[sid][1].get(pos, "")
+        assert hit["sense"] == key
+        assert hit["gloss"] == (GLOSSES.get(key, f"(no gloss for {key})") if key else "")
+
+
+def test_own_sentence_included_when_asked_and_rows_restrict(tmp_path):
+    store = make_store(tmp_path)
+    query = row_of(store, 0, 5)
+    got = occurrence_neighbors(store, query, layer="1", k=1, exclude_own_sentence=False)
+    assert got["row"].tolist() == [query] and got["cosine"].iat[0] == pytest.approx(1.0, abs=1e-3)
+    plays = np.flatnonzero(store.tokens["lemma"] == "play")
+    got = occurrence_neighbors(store, query, layer=0, k=10, rows=plays)
+    assert set(got["word"]) == {"play"} and len(got) == 5, "six 'play' rows minus the query's sentence"
+    # layer 0 is context-free: every other 'play' has the same vector, cosine 1 (fp16 rounding aside)
+    np.testing.assert_allclose(got["cosine"], 1.0, atol=1e-3)
+
+
+def test_sentence_text_marks_the_word(tmp_path):
+    store = make_store(tmp_path)
+    assert sentence_text(store.tokens, row_of(store, 4, 1)) == "children [play] in the park after school"
+
+
+def test_neighbors_in_context_uses_the_encoder_and_skips_the_same_sentence(tmp_path):
+    store = make_store(tmp_path)
+    words = SENTENCES[1][0]  # already in the store: it must not be its own neighbour
+    got = neighbors(sentence=" ".join(words), word="play", layer=2, store=store, encoder=FakeEncoder(), k=3)
+    assert "s1" not in set(got["sentence_id"])
+    vector = FakeEncoder().encode([words])[0][2, 5]
+    allowed = (store.tokens["sentence_id"] != "s1").to_numpy()
+    ref_ids, _ = brute_force(store.layer(2), vector.astype(np.float64), allowed, 3)
+    np.testing.assert_array_equal(got["row"], ref_ids)
+    kept = neighbors(sentence=words, position=5, layer=2, store=store, encoder=FakeEncoder(), k=1,
+                     exclude_same_sentence=False)
+    assert kept["sentence_id"].tolist() == ["s1"], "without the exclusion the identical sentence comes first"
+
+
+def test_neighbors_argument_errors(tmp_path, tiny):
+    store = make_store(tmp_path)
+    with pytest.raises(ValueError, match="'tennis' does not occur"):
+        neighbors(sentence="we play chess", word="tennis", layer=1, store=store, encoder=FakeEncoder())
+    with pytest.raises(ValueError, match="store=, encoder= and layer="):
+        neighbors(sentence="we play chess", position=1, store=store)
+    with pytest.raises(ValueError, match="unknown layer 'top'"):
+        neighbors(sentence="we play chess", position=1, layer="top", store=store, encoder=FakeEncoder())
+
+
+def test_table4_layout_and_contents(tmp_path, tiny):
+    store = make_store(tmp_path)
+    sources = [(SENTENCES[0][0], 5), ("the actors rehearsed the play all week", 4)]
+    got = table4(tiny, store, FakeEncoder(), word="play", sources=sources, layers=[0, 2], gloss=GLOSSES.__getitem__)
+    assert list(got.columns) == ["source", "layer", "nearest", "cosine", "sense", "gloss", "sentence_id"]
+    assert got["source"].tolist()[0] == "GloVe" and got["layer"].tolist() == ["glove", "0", "2", "0", "2"]
+    expected_glove = ", ".join(type_neighbors(tiny, "play", k=10)["word"])
+    assert got["nearest"].iat[0] == expected_glove and expected_glove.startswith("player, game, games, football, stage")
+    assert got["source"].iat[1] == "Chico Ruiz made a spectacular [play] on Alusik 's grounder"
+    assert "s0" not in set(got["sentence_id"].iloc[1:3]), "a source sentence in the store is not its own neighbour"
+    # each context row equals a direct k=1 search from the encoder's vector
+    for i, (words, pos) in enumerate([(SENTENCES[0][0], 5), (sources[1][0].split(), 4)]):
+        for j, layer in enumerate([0, 2]):
+            row = got.iloc[1 + 2 * i + j]
+            vec = FakeEncoder().encode([words])[0][layer, pos]
+            ref = occurrence_neighbors(store, vec, layer, k=1, exclude_sentences={"s0"} if i == 0 else ())
+            assert row["nearest"] == ref["sentence"].iat[0] and row["cosine"] == pytest.approx(ref["cosine"].iat[0])
+
+
+def test_format_table_is_left_aligned_and_cut():
+    df = pd.DataFrame({"rank": [1, 2], "word": ["queen", "a" * 30], "cosine": [0.91234, 0.5]})
+    text = format_table(df, max_colwidth=10)
+    assert text.splitlines() == [
+        "rank  word        cosine",
+        "----  ----------  ------",
+        "1     queen       0.912",
+        "2     aaaaaaaaa…  0.500",
+    ]
