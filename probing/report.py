@@ -1,0 +1,351 @@
+"""The HTML report: one self-contained ``report.html`` (figures embedded as data URIs, no JavaScript).
+
+Sections: summary (best layer per task and encoder, with CI and baselines), figures with a "how to read
+this" note each, extra tables (e.g. nearest neighbours of "play"), the full results table and the
+provenance. Every piece of text is HTML-escaped; the file is written atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import platform
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+import probing
+from probing._io import atomic_open
+from probing.figures import aggregate, default_metric, layer_sort_key, split_layer
+
+__all__ = ["FIGURE_NOTES", "summary_table", "write_report"]
+
+# Keyed by figure-name prefix: a figure named "layer_scores_upos" gets the "layer_scores" note.
+FIGURE_NOTES = {
+    "layer_scores": (
+        "Each marker is the probe's score on one layer: 0 is the context-free character-CNN token layer, "
+        "1 and 2 are the biLSTM layers, 'scalar mix' is a learned weighted sum of all layers. Error bars are "
+        "95% confidence intervals (over seeds when several seeds were run, else from the test set). "
+        "Horizontal lines are baselines that use no ELMo layer; a label with ▼ or ▲ names a baseline "
+        "outside the plotted range. Random ELMo has the same architecture with untrained weights: the gap "
+        "to it is what pre-training adds. Differences whose intervals overlap are not significant."
+    ),
+    "selectivity": (
+        "Blue bars: accuracy on the linguistic task; orange bars: accuracy of the same probe on the control "
+        "task, which gives every word type a random but fixed label (Hewitt & Liang, 2019). A probe can "
+        "only solve the control task by memorising words, so selectivity (the difference, written above "
+        "each pair) measures how much of the task score comes from the representation rather than from "
+        "the probe's own capacity. Higher selectivity means a more trustworthy layer comparison."
+    ),
+    "mix_weights": (
+        "The softmax-normalised weight s_j that each task's scalar mix learned for each layer (they sum to "
+        "1 per task). The dashed line is the uniform weight 1/L; bars above it mark the layers a task leans "
+        "on. Layers differ in scale, so weights show preference, not information content."
+    ),
+    "tag_gains": (
+        "Per-tag accuracy change when the probe reads the first contextual layer instead of the "
+        "context-free token layer, for the tags that gain most. n is the number of test tokens with that "
+        "gold tag; gains on small n are noisy. Large gains mark tags that need context to be told apart "
+        "(ambiguous word forms)."
+    ),
+    "overview": (
+        "Part-of-speech accuracy (left) and word-sense disambiguation F1 (right) per layer, read like the "
+        "per-task layer plots: markers with 95% confidence intervals, baselines as horizontal lines."
+    ),
+}
+
+_PERCENT_METRICS = {"accuracy", "f1", "control-accuracy", "selectivity"}
+_MIME = {".png": "image/png", ".svg": "image/svg+xml"}
+_HEX_RE = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
+
+_CSS = """
+:root { --ink: #1a1a1a; --muted: #555; --rule: #d0d0d0; --stripe: #f5f6f8; --accent: #0072B2; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif; color: var(--ink);
+       max-width: 1120px; margin: 2rem auto; padding: 0 1.5rem; background: #fff; }
+h1 { font-size: 1.7rem; margin: 0 0 .3rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 .6rem; padding-bottom: .2rem; border-bottom: 2px solid var(--accent); }
+h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
+p.meta { color: var(--muted); margin: 0 0 1rem; }
+nav ul { list-style: none; padding: 0; margin: .5rem 0 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
+a { color: var(--accent); }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .86rem; width: auto; max-width: 100%; }
+th, td { border-bottom: 1px solid var(--rule); padding: .28rem .6rem; text-align: left; vertical-align: top; }
+th { background: #eef1f5; font-weight: 600; position: sticky; top: 0; }
+tbody tr:nth-child(even) { background: var(--stripe); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.scroll { overflow-x: auto; }
+figure { margin: 1.2rem 0 2rem; break-inside: avoid; page-break-inside: avoid; }
+figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: .9rem; color: #333; margin-top: .5rem; max-width: 60rem; }
+figcaption strong { display: block; font-size: 1rem; color: var(--ink); margin-bottom: .15rem; }
+dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .3rem 0 .6rem; }
+dl.prov dt { font-weight: 600; }
+dl.prov dd { margin: 0; }
+dl.prov dl.prov { margin: 0; }
+code, .fp { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .85em; }
+.fp { word-break: break-all; }
+footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule); padding-top: .6rem; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 11pt; }
+  nav { display: none; }
+  a { color: inherit; text-decoration: none; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  th { position: static; }
+  tr { break-inside: avoid; }
+}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pct(metric: str, v: float) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v * 100:.1f}" if metric in _PERCENT_METRICS else f"{v:.4g}"
+
+
+def summary_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Best layer per task, dataset, split and series (encoder), on the task's headline metric.
+
+    Columns (display strings): ``task, dataset, split, metric, encoder, best layer, score, 95% CI,
+    seeds, selectivity, baselines``. Scores of accuracy/F1 are in percent; the best layer is the one with
+    the highest mean score (ties go to the earlier layer); ``selectivity`` is the control-task
+    selectivity of that layer when the results have it; ``baselines`` lists every baseline row.
+    """
+    agg = aggregate(results)
+    if agg.empty:
+        raise ValueError("results: the table is empty; nothing to summarise")
+    out = []
+    for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
+        metric = default_metric(g, task)
+        rows = g[g["metric"] == metric]
+        series: dict[str, list] = {}
+        baselines = []
+        for r in rows.itertuples(index=False):
+            parsed = split_layer(r.encoder, r.layer)
+            if parsed is None:
+                baselines.append((r.layer, r.encoder, r.value))
+            else:
+                series.setdefault(parsed[0], []).append((parsed[1], r))
+        names = [b[0] for b in baselines]
+        base_txt = "; ".join(
+            f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(metric, v)}"
+            for lay, enc, v in sorted(baselines, key=lambda b: -b[2])
+        ) or "—"
+        sel = {}
+        for r in g[g["metric"] == "selectivity"].itertuples(index=False):
+            parsed = split_layer(r.encoder, r.layer)
+            if parsed is not None:
+                sel[parsed] = r.value
+        for name, pts in series.items():
+            pts.sort(key=lambda p: layer_sort_key(p[0]))
+            best_layer, best = max(pts, key=lambda p: p[1].value)
+            out.append({
+                "task": task, "dataset": dataset, "split": split, "metric": metric, "encoder": name,
+                "best layer": best_layer, "score": _pct(metric, best.value),
+                "95% CI": "—" if math.isnan(best.ci_low) or math.isnan(best.ci_high)
+                else f"[{_pct(metric, best.ci_low)}, {_pct(metric, best.ci_high)}]",
+                "seeds": int(best.n_seeds),
+                "selectivity": _pct("selectivity", sel[(name, best_layer)]) if (name, best_layer) in sel else "—",
+                "baselines": base_txt,
+            })
+        if not series:
+            out.append({"task": task, "dataset": dataset, "split": split, "metric": metric, "encoder": "—",
+                        "best layer": "—", "score": "—", "95% CI": "—", "seeds": 0, "selectivity": "—",
+                        "baselines": base_txt})
+    return pd.DataFrame(out)
+
+
+def _is_num(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "—" if math.isnan(value) else f"{value:.4g}"
+    return _e(value)
+
+
+def _html_table(df: pd.DataFrame, num_cols: set[str] | None = None, fmt: Mapping[str, str] | None = None) -> str:
+    if not isinstance(df.index, pd.RangeIndex):
+        df = df.reset_index()
+    cols = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in df.columns]
+    num_cols = num_cols if num_cols is not None else {
+        c for c, col in zip(cols, df.columns) if pd.api.types.is_numeric_dtype(df[col]) and df[col].dtype != bool
+    }
+    fmt = fmt or {}
+    head = "".join(f'<th{" class=num" if c in num_cols else ""} scope="col">{_e(c)}</th>' for c in cols)
+    body = []
+    for row in df.itertuples(index=False):
+        cells = []
+        for c, v in zip(cols, row):
+            if c in fmt and _is_num(v) and not (isinstance(v, float) and math.isnan(v)):
+                text = _e(format(v, fmt[c]))
+            else:
+                text = _cell(v)
+            cells.append(f'<td class="num">{text}</td>' if c in num_cols else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>'
+            + "\n".join(body) + "</tbody></table></div>")
+
+
+def _provenance_html(obj: object) -> str:
+    if isinstance(obj, Mapping):
+        if not obj:
+            return "<em>(empty)</em>"
+        items = "".join(f"<dt>{_e(k)}</dt><dd>{_provenance_html(v)}</dd>" for k, v in obj.items())
+        return f'<dl class="prov">{items}</dl>'
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            return "<em>(none)</em>"
+        return "<ul>" + "".join(f"<li>{_provenance_html(v)}</li>" for v in obj) + "</ul>"
+    text = str(obj)
+    if _HEX_RE.match(text):
+        return f'<span class="fp">{_e(text)}</span>'
+    return _e(text)
+
+
+def _figure_html(name: str, path: Path, note: str | None) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"figure {name!r}: file {path} does not exist")
+    mime = _MIME.get(path.suffix.lower())
+    if mime is None:
+        raise ValueError(f"figure {name!r}: {path} is not a .png or .svg file (only those can be embedded)")
+    raw = path.read_bytes()
+    try:
+        width = _png_css_width(raw) if mime == "image/png" else None
+    except ValueError as exc:
+        raise ValueError(f"figure {name!r}: {path}: {exc}") from None
+    size = f' style="width: {width:.0f}px"' if width else ""
+    data = base64.b64encode(raw).decode("ascii")
+    caption = f"<strong>{_e(name)}</strong>"
+    if note:
+        caption += f"How to read this: {_e(note)}"
+    return (f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(name)}"{size} src="data:{mime};base64,{data}">'
+            f"<figcaption>{caption}</figcaption></figure>")
+
+
+def _png_css_width(raw: bytes) -> float | None:
+    """Display width in CSS pixels (1/96 inch) from the PNG's pixel width and its pHYs resolution.
+
+    A 200-dpi figure would otherwise show at twice its physical size; None when the PNG has no pHYs.
+    """
+    if raw[:8] != b"\x89PNG\r\n\x1a\n" or raw[12:16] != b"IHDR":
+        raise ValueError("not a PNG file (bad signature)")
+    width_px = int.from_bytes(raw[16:20], "big")
+    pos = 8
+    while pos + 8 <= len(raw):
+        length = int.from_bytes(raw[pos:pos + 4], "big")
+        kind = raw[pos + 4:pos + 8]
+        if kind == b"pHYs" and length == 9:
+            ppu = int.from_bytes(raw[pos + 8:pos + 12], "big")
+            unit = raw[pos + 16]
+            return width_px / (ppu * 0.0254) * 96 if unit == 1 and ppu > 0 else None
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        pos += 12 + length
+    return None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
+
+
+def _note_for(name: str, notes: Mapping[str, str]) -> str | None:
+    if name in notes:
+        return notes[name]
+    prefixes = [p for p in FIGURE_NOTES if name.startswith(p)]
+    return FIGURE_NOTES[max(prefixes, key=len)] if prefixes else None
+
+
+def _results_display(results: pd.DataFrame) -> pd.DataFrame:
+    df = results[["task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed"]]
+    df = df.assign(_k=df["layer"].astype(str).map(layer_sort_key))
+    df = df.sort_values(["task", "dataset", "split", "metric", "encoder", "_k", "seed"], kind="stable")
+    return df.drop(columns="_k").reset_index(drop=True)
+
+
+def write_report(
+    out_dir: str | Path,
+    results: pd.DataFrame,
+    provenance: Mapping,
+    figures: Mapping[str, str | Path] | None = None,
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    title: str = "ELMo probing report",
+    *,
+    notes: Mapping[str, str] | None = None,
+) -> Path:
+    """Write ``out_dir/report.html`` and return its path.
+
+    ``results``: the tidy results table (DESIGN.md). ``provenance``: nested dict of fingerprints,
+    hyperparameters and versions, shown as a list. ``figures``: name -> .png/.svg file, embedded in this
+    order, each with the note of :data:`FIGURE_NOTES` whose key prefixes the name (or ``notes[name]``).
+    ``tables``: heading -> DataFrame, shown after the figures.
+    """
+    if not isinstance(provenance, Mapping):
+        raise TypeError(f"provenance: expected a dict, got {type(provenance).__name__}")
+    summary = summary_table(results)
+    figures = dict(figures or {})
+    tables = dict(tables or {})
+    for name, t in tables.items():
+        if not isinstance(t, pd.DataFrame):
+            raise TypeError(f"table {name!r}: expected a pandas DataFrame, got {type(t).__name__}")
+    notes = dict(notes or {})
+
+    sections = [("summary", "Summary")]
+    if figures:
+        sections.append(("figures", "Figures"))
+    if tables:
+        sections.append(("tables", "Tables"))
+    sections += [("results", "All results"), ("provenance", "Provenance")]
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>{_e(title)}</h1>",
+        f'<p class="meta">{len(results)} result rows, {results["task"].nunique()} task(s); '
+        "scores in percent unless stated; intervals are 95% confidence intervals.</p>",
+        "<nav><ul>" + "".join(f'<li><a href="#{s}">{_e(h)}</a></li>' for s, h in sections) + "</ul></nav></header>",
+        '<section id="summary"><h2>Summary</h2>',
+        "<p>Per task: the best layer of each encoder on the task's headline metric (F1 for WSD, else "
+        "accuracy), its score and interval, its control-task selectivity when measured, and the baselines.</p>",
+        _html_table(summary, num_cols={"score", "95% CI", "seeds", "selectivity"}),
+        "</section>",
+    ]
+    if figures:
+        parts.append('<section id="figures"><h2>Figures</h2>')
+        parts += [_figure_html(name, Path(path), _note_for(name, notes)) for name, path in figures.items()]
+        parts.append("</section>")
+    if tables:
+        parts.append('<section id="tables"><h2>Tables</h2>')
+        for name, t in tables.items():
+            parts.append(f'<h3 id="table-{_e(_slug(name))}">{_e(name)}</h3>')
+            parts.append(_html_table(t))
+        parts.append("</section>")
+    parts += [
+        '<section id="results"><h2>All results</h2>',
+        "<p>Every row of the results table as stored (values are fractions, not percent).</p>",
+        _html_table(_results_display(results), fmt={"value": ".4f", "ci_low": ".4f", "ci_high": ".4f"}),
+        "</section>",
+        '<section id="provenance"><h2>Provenance</h2>',
+        _provenance_html(provenance),
+        "</section>",
+        f"<footer>Generated by probing {_e(probing.__version__)} (Python {_e(platform.python_version())}, "
+        f"pandas {_e(pd.__version__)}, matplotlib {_e(matplotlib.__version__)}).</footer>",
+        "</body></html>",
+    ]
+    path = Path(out_dir) / "report.html"
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts) + "\n")
+    return path
