@@ -147,3 +147,42 @@ def reference_layers(encoder: FakeEncoder, corpus: FakeCorpus) -> list[np.ndarra
     """Per layer, fp16 (n_tokens, dim): each sentence encoded alone, concatenated in corpus order."""
     per = [encoder.encode_one(s.words) for s in corpus._sentences if s.words]
     return [np.concatenate([a[layer] for a in per]).astype(np.float16) for layer in range(len(encoder.layer_names))]
+
+
+class StreamingCorpus:
+    """A generated corpus that is never held in memory: sentence i is rebuilt from (seed, i) on each pass."""
+
+    def __init__(self, n_sentences: int, seed: int = 0, max_len: int = 40, name: str = "synthetic"):
+        self.n_sentences, self.seed, self.max_len = n_sentences, seed, max_len
+        self.name, self.split = name, "train"
+
+    def __iter__(self):
+        for i in range(self.n_sentences):
+            rng = np.random.default_rng((self.seed, i))
+            words = [VOCAB[j] for j in rng.integers(0, len(VOCAB), size=int(rng.integers(1, self.max_len + 1)))]
+            yield FakeSentence(id=f"s{i}", doc_id=f"d{i // 20}", words=words)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(f"streaming|{self.n_sentences}|{self.seed}|{self.max_len}".encode()).hexdigest()
+
+
+class FastEncoder:
+    """Vectorised, batch-independent encoder for large synthetic runs: values depend on (layer, word, position)."""
+
+    name = "fast-fake"
+
+    def __init__(self, dim: int = 256, n_layers: int = 3):
+        self.dim, self.layer_names = dim, [str(i) for i in range(n_layers)]
+        self.fingerprint = hashlib.sha256(f"fast|{dim}|{n_layers}".encode()).hexdigest()
+        table = np.random.default_rng(0).standard_normal((n_layers, len(VOCAB), dim)).astype(np.float32)
+        self._table, self._ids = table, {w: i for i, w in enumerate(VOCAB)}
+
+    def encode(self, sentences):
+        out = []
+        for words in sentences:
+            ids = np.fromiter((self._ids[w] for w in words), dtype=np.int64, count=len(words))
+            out.append(self._table[:, ids] + np.arange(len(words), dtype=np.float32)[None, :, None] * 0.01)
+        return out
+
+    def oov_mask(self, words):
+        return np.zeros(len(words), dtype=bool)

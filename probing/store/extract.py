@@ -190,6 +190,8 @@ class _Extraction:
         t_start = time.perf_counter()
         self._scan()
         self._load_journal(repair)
+        self.journal["timings"]["runs"] += 1
+        self.base_timings = dict(self.journal["timings"])
         self._prepare_layer_files()
         self._drop_unverified()
         resumed = len(self.journal["done"])
@@ -441,6 +443,8 @@ class _Extraction:
         if table is not None:
             self.journal["parts"][str(c)] = part_hash
         self.run_write_s += time.perf_counter() - t0
+        self.journal["timings"].update(encode_s=self.base_timings["encode_s"] + self.run_encode_s,
+                                       write_s=self.base_timings["write_s"] + self.run_write_s)
         self._write_journal()
 
     def _finalize(self, t_start: float, t_loop_end: float, resumed: int) -> Store:
@@ -451,7 +455,7 @@ class _Extraction:
         n_chunks = len(self.journal["chunks"])
         concat_parts([self.path / token_part_file(c) for c in range(n_chunks)], self.path / TOKENS)
         t_end = time.perf_counter()
-        timings = self.journal["timings"]
+        timings = self.base_timings
         encode_s = timings["encode_s"] + self.run_encode_s
         wall = t_end - t_start
         manifest = {
@@ -487,7 +491,7 @@ class _Extraction:
                 "encoder_tokens_per_s": (round(self.run_tokens / self.run_encode_s, 1)
                                          if self.run_encode_s > 0 else None),
                 "resumed_chunks": resumed,
-                "runs": timings["runs"] + 1,
+                "runs": timings["runs"],
             },
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
