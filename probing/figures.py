@@ -121,6 +121,11 @@ def _pretty(name: str) -> str:
     return _PRETTY.get(name, name)
 
 
+def _signed(v: float, plus: bool = True) -> str:
+    """One decimal with a typographic minus (and a plus sign when ``plus``), as on matplotlib's axes."""
+    return (f"{v:+.1f}" if plus else f"{v:.1f}").replace("-", "\u2212")
+
+
 def layer_sort_key(layer: str) -> tuple[int, float, str]:
     """Order layers as 0, 1, 2, ..., mix, concat, then any other name alphabetically."""
     if layer.isdigit():
@@ -272,13 +277,15 @@ def _series_and_baselines(rows: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], 
         if parsed is None:
             base_rows.append(r)
         else:
-            series.setdefault(parsed[0], []).append((parsed[1], r.value, r.ci_low, r.ci_high))
+            series.setdefault(parsed[0], []).append((parsed[1], r.value, r.ci_low, r.ci_high, r.encoder, r.layer))
     out = {}
     for name, pts in series.items():
-        df = pd.DataFrame(pts, columns=["layer", "value", "ci_low", "ci_high"])
-        if df["layer"].duplicated().any():
-            layer = df.loc[df["layer"].duplicated(), "layer"].iloc[0]
-            raise ValueError(f"series {name!r} has two results for layer {layer!r} (e.g. 'elmo'/'1' and 'x:1')")
+        df = pd.DataFrame(pts, columns=["layer", "value", "ci_low", "ci_high", "encoder", "raw"])
+        dup = df[df["layer"].duplicated(keep=False)]
+        if len(dup):
+            rows_txt = " and ".join(f"encoder {e!r}, layer {r!r}" for e, r in zip(dup["encoder"], dup["raw"]))
+            raise ValueError(f"series {name!r} has two results for layer {dup['layer'].iloc[0]!r}: rows with {rows_txt}")
+        df = df.drop(columns=["encoder", "raw"])
         out[name] = df.sort_values("layer", key=lambda s: s.map(layer_sort_key)).reset_index(drop=True)
     baselines: list[tuple[str, float]] = []
     by_name: dict[str, list] = {}
@@ -478,7 +485,7 @@ def selectivity(
                 top = max(m["accuracy"][2] if not math.isnan(m["accuracy"][2]) else m["accuracy"][0],
                           m["control-accuracy"][2] if not math.isnan(m["control-accuracy"][2])
                           else m["control-accuracy"][0])
-                ax.annotate(f"sel. {sel * 100:.1f}", xy=(xi, top * 100), xytext=(0, 4), textcoords="offset points",
+                ax.annotate(f"sel. {_signed(sel * 100, plus=False)}", xy=(xi, top * 100), xytext=(0, 4), textcoords="offset points",
                             ha="center", va="bottom", fontsize=8.5)
             ax.set_xticks(x, [lay if lay.isdigit() else _pretty(lay) for lay in layers])
             ax.set_ylim(0, 112)
@@ -646,7 +653,7 @@ def tag_gains(
         y = np.arange(len(table))[::-1]
         colours = [OKABE_ITO["blue"] if g >= 0 else OKABE_ITO["vermillion"] for g in table["gain"]]
         bars = ax.barh(y, table["gain"], color=colours, height=0.7, zorder=2)
-        ax.bar_label(bars, labels=[f"{g:+.1f}" for g in table["gain"]], padding=3, fontsize=8.5)
+        ax.bar_label(bars, labels=[_signed(g) for g in table["gain"]], padding=3, fontsize=8.5)
         ax.set_yticks(y, [f"{tag}  (n={int(n):,})" for tag, n in zip(table.index, table["n"])])
         ax.axvline(0, color="0.2", linewidth=0.8)
         lo, hi = min(0.0, table["gain"].min()), max(0.0, table["gain"].max())
