@@ -14,6 +14,7 @@ import nltk
 import pytest
 
 import probing.wordnet as wordnet
+from probing.paths import resources_dir
 from probing.wordnet import (
     BundledInventory,
     NltkInventory,
@@ -171,6 +172,25 @@ def test_lexnames_table_matches_the_wordnet_file():
     assert len(wordnet.LEXNAMES) == 45
     assert (wordnet.LEXNAMES[0], wordnet.LEXNAMES[3], wordnet.LEXNAMES[29], wordnet.LEXNAMES[44]) == (
         "adj.all", "noun.Tops", "verb.body", "adj.ppl")
+
+
+DEMO_SEMCOR = resources_dir() / "data" / "demo-semcor"
+
+
+@pytest.mark.skipif(not DEMO_SEMCOR.is_dir(), reason="bundled demo-semcor slice not present")
+def test_bundled_inventory_covers_the_demo_semcor_slice(bundled):
+    """The demo runs WSD on the bundled SemCor slice without NLTK: every instance's lemma/POS and every
+    gold key must be in the bundled subset (it holds all of SemCor's instance lemmas)."""
+    import xml.etree.ElementTree as ET
+
+    for split in ("train", "test"):
+        with gzip.open(DEMO_SEMCOR / f"semcor-demo-{split}.data.xml.gz") as f:
+            pairs = {(el.get("lemma"), el.get("pos")) for _, el in ET.iterparse(f) if el.tag == "instance"}
+        assert len(pairs) > 1000, split  # thousands of lemma/POS pairs per split
+        assert [p for p in pairs if not bundled.has_lemma(*p)] == []
+        with gzip.open(DEMO_SEMCOR / f"semcor-demo-{split}.gold.key.txt.gz", "rt") as f:
+            keys = {k for line in f for k in line.split()[1:]}
+        assert [k for k in keys if k not in bundled._info] == []
 
 
 NLTK_ROOT = wordnet.nltk_wordnet_root()
