@@ -262,8 +262,11 @@ class BundledInventory(SenseInventory):
             raise FileNotFoundError(f"bundled WordNet subset not found: {self.path} (run scripts/make_wordnet_subset.py)")
         self._by_lemma: dict[tuple[str, str], list[str]] = {}
         self._info: dict[str, SenseInfo] = {}
-        with gzip.open(self.path, "rt", encoding="utf-8") as f:
-            self._load(f)
+        try:
+            with gzip.open(self.path, "rt", encoding="utf-8") as f:
+                self._load(f)
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            raise ValueError(f"{self.path}: not a readable gzip-compressed UTF-8 table ({e})") from None
 
     def _load(self, lines: Iterable[str]) -> None:
         lines = iter(lines)

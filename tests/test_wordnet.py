@@ -124,6 +124,9 @@ def test_bundled_loader_rejects_bad_files(tmp_path):
         BundledInventory(_write_table(tmp_path / "b.tsv.gz", [header, good, "bank%1:14:00::\tx.n.01\t2"]))
     with pytest.raises(ValueError, match="line 2: .*sense number 2, expected 1"):
         BundledInventory(_write_table(tmp_path / "c.tsv.gz", [header, good.replace("\t1\t", "\t2\t")]))
+    (tmp_path / "e.tsv.gz").write_text(header)
+    with pytest.raises(ValueError, match="e.tsv.gz: not a readable gzip"):
+        BundledInventory(tmp_path / "e.tsv.gz")
     with pytest.raises(FileNotFoundError, match="make_wordnet_subset"):
         BundledInventory(tmp_path / "missing.tsv.gz")
     assert len(BundledInventory(_write_table(tmp_path / "d.tsv.gz", [header, good]))) == 1

@@ -201,6 +201,8 @@ class SenseCentroids:
     def __init__(self, metric: str = "cosine", inventory: SenseInventory | None = None, chunk_rows: int = 8192):
         if metric not in ("cosine", "euclidean"):
             raise ValueError(f"metric {metric!r} is not 'cosine' or 'euclidean'")
+        if chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
         self.metric = metric
         self.inventory = inventory
         self.chunk_rows = chunk_rows
