@@ -284,7 +284,9 @@ def _series_and_baselines(rows: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], 
         dup = df[df["layer"].duplicated(keep=False)]
         if len(dup):
             rows_txt = " and ".join(f"encoder {e!r}, layer {r!r}" for e, r in zip(dup["encoder"], dup["raw"]))
-            raise ValueError(f"series {name!r} has two results for layer {dup['layer'].iloc[0]!r}: rows with {rows_txt}")
+            raise ValueError(
+                f"series {name!r} has two results for layer {dup['layer'].iloc[0]!r}: rows with {rows_txt}"
+            )
         df = df.drop(columns=["encoder", "raw"])
         out[name] = df.sort_values("layer", key=lambda s: s.map(layer_sort_key)).reset_index(drop=True)
     baselines: list[tuple[str, float]] = []
@@ -485,8 +487,8 @@ def selectivity(
                 top = max(m["accuracy"][2] if not math.isnan(m["accuracy"][2]) else m["accuracy"][0],
                           m["control-accuracy"][2] if not math.isnan(m["control-accuracy"][2])
                           else m["control-accuracy"][0])
-                ax.annotate(f"sel. {_signed(sel * 100, plus=False)}", xy=(xi, top * 100), xytext=(0, 4), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=8.5)
+                ax.annotate(f"sel. {_signed(sel * 100, plus=False)}", xy=(xi, top * 100), xytext=(0, 4),
+                            textcoords="offset points", ha="center", va="bottom", fontsize=8.5)
             ax.set_xticks(x, [lay if lay.isdigit() else _pretty(lay) for lay in layers])
             ax.set_ylim(0, 112)
             ax.set_yticks(range(0, 101, 20))
@@ -547,8 +549,8 @@ def mix_weights(weights: pd.DataFrame) -> Figure:
             width = 0.8 / len(layers)
             for j, lay in enumerate(layers):
                 pts = sub[sub["layer"] == lay].set_index("task")
-                xs = np.array([i for i, t in enumerate(tasks) if t in pts.index], dtype=float) + (j - (len(layers) - 1) / 2) * width
                 present = [t for t in tasks if t in pts.index]
+                xs = np.array([tasks.index(t) for t in present], dtype=float) + (j - (len(layers) - 1) / 2) * width
                 mean = pts.loc[present, "mean"].to_numpy()
                 yerr = np.vstack([mean - pts.loc[present, "min"].to_numpy(), pts.loc[present, "max"].to_numpy() - mean])
                 has_spread = bool((yerr > 0).any())
@@ -616,10 +618,14 @@ def tag_gains(
     if encoder is None:
         encs = sorted(set(df["encoder"]))
         if len(encs) > 1:
-            raise ValueError(f"task {task!r} has per-tag results for several encoders ({', '.join(encs)}); pass encoder=")
+            raise ValueError(
+                f"task {task!r} has per-tag results for several encoders ({', '.join(encs)}); pass encoder="
+            )
         encoder = encs[0]
     elif encoder not in set(df["encoder"]):
-        raise ValueError(f"task {task!r} has no per-tag results for encoder {encoder!r}; available: {_names(df['encoder'])}")
+        raise ValueError(
+            f"task {task!r} has no per-tag results for encoder {encoder!r}; available: {_names(df['encoder'])}"
+        )
     df = df[df["encoder"] == encoder]
     per_layer = {}
     for lay in (from_layer, to_layer):

@@ -90,7 +90,8 @@ dl.prov dd { margin: 0; }
 dl.prov dl.prov { margin: 0; }
 code, .fp { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .85em; }
 .fp { word-break: break-all; }
-footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule); padding-top: .6rem; }
+footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule);
+         padding-top: .6rem; }
 @media print {
   body { margin: 0; max-width: none; font-size: 11pt; }
   nav { display: none; }

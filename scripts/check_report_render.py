@@ -50,9 +50,13 @@ def screenshot(html: Path, out: Path, *, window_size: str = "1280,2400", chromiu
             "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={out}",
             f"--window-size={window_size}", html.as_uri(),
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if not out.is_file():
-        raise RuntimeError(f"Chromium wrote no screenshot (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        # stderr goes to a file, not a pipe: Chromium's helper processes outlive it and would hold a pipe open
+        log = Path(profile) / "chromium.log"
+        with open(log, "w") as err:
+            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, timeout=timeout)
+        if not out.is_file():
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"Chromium wrote no screenshot (exit {proc.returncode}):\n{tail}")
     return out
 
 
@@ -65,10 +69,13 @@ def ink_fraction(png: Path, tolerance: int = 8) -> tuple[float, int]:
     if img.ndim == 2:
         img = img[..., None]
     rgb = img[..., :3] if img.shape[-1] >= 3 else img
-    rgb = np.round(rgb * 255).astype(np.int16) if rgb.dtype.kind == "f" else rgb.astype(np.int16)
+    rgb = np.round(rgb * 255).astype(np.int32) if rgb.dtype.kind == "f" else rgb.astype(np.int32)
     flat = rgb.reshape(-1, rgb.shape[-1])
-    colours, counts = np.unique(flat, axis=0, return_counts=True)
-    background = colours[np.argmax(counts)]
+    packed = np.zeros(len(flat), dtype=np.int32)
+    for channel in range(flat.shape[1]):
+        packed = (packed << 8) | flat[:, channel]
+    colours, first, counts = np.unique(packed, return_index=True, return_counts=True)
+    background = flat[first[np.argmax(counts)]]
     ink = np.abs(flat - background).max(axis=1) > tolerance
     return float(ink.mean()), int(len(colours))
 
@@ -76,7 +83,8 @@ def ink_fraction(png: Path, tolerance: int = 8) -> tuple[float, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", type=Path)
-    ap.add_argument("--out", type=Path, default=None, help="screenshot path (default: REPORT dir/report_screenshot.png)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="screenshot path (default: report_screenshot.png beside REPORT)")
     ap.add_argument("--window-size", default="1280,2400")
     ap.add_argument("--chromium", default=None)
     ap.add_argument("--min-ink", type=float, default=0.01)

@@ -121,7 +121,7 @@ def test_seeds_are_averaged_with_a_student_t_interval():
     # mean 0.96; sd 0.01; t(0.975, df=2) = 4.302653 -> half-width 4.302653 * 0.01 / sqrt(3) = 0.024841
     half = 4.302653 * 0.01 / math.sqrt(3)
     agg = F.aggregate(df)
-    r = agg[(agg["task"] == "upos") & (agg["encoder"] == "elmo") & (agg["layer"] == "1") & (agg["metric"] == "accuracy")]
+    r = agg.set_index(["task", "encoder", "layer", "metric"]).loc[[("upos", "elmo", "1", "accuracy")]]
     assert r["n_seeds"].item() == 3
     assert r["value"].item() == pytest.approx(0.96)
     assert r["ci_low"].item() == pytest.approx(0.96 - half, abs=1e-6)
@@ -241,7 +241,8 @@ def test_selectivity_without_control_results_names_them():
 
 def make_weights() -> pd.DataFrame:
     w = {"upos": [0.2, 0.5, 0.3], "wsd-1nn": [0.1, 0.3, 0.6]}
-    return pd.DataFrame([dict(task=t, encoder="elmo", layer=str(i), weight=v) for t, ws in w.items() for i, v in enumerate(ws)])
+    return pd.DataFrame([dict(task=t, encoder="elmo", layer=str(i), weight=v)
+                         for t, ws in w.items() for i, v in enumerate(ws)])
 
 
 def test_mix_weights_bar_heights_and_uniform_line():
