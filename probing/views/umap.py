@@ -1,0 +1,392 @@
+"""UMAP maps of word occurrences per layer: how word senses and parts of speech separate with depth.
+
+Every figure is a thin layer over a coordinates DataFrame (:func:`umap_layers_coords`,
+:func:`umap_pos_coords`), so the numbers behind a picture can be inspected or re-plotted.
+
+Reproducibility: samples are drawn with ``numpy.random.default_rng(seed)`` and UMAP runs with
+``random_state=seed``, which makes it deterministic and single-threaded (umap-learn turns off its
+parallel optimisation when seeded). Identical vectors (every occurrence of a word form at the
+context-free layer 0) are embedded once and share their coordinates; when fewer than
+:data:`MIN_DISTINCT_FOR_UMAP` distinct vectors remain, the exact 2-D PCA projection is used
+instead and the panel says so.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from probing.views.neighbors import _layer_index, _store_layer_names, type_neighbors
+
+Gloss = Callable[[str], str]
+
+# Okabe & Ito (2008), without black (kept for the type-average star): safe for colour-vision deficiencies.
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
+# Paul Tol's "muted" qualitative scheme (9 colours), colour-blind safe, for the part-of-speech view.
+TOL_MUTED = ["#332288", "#CC6677", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499", "#DDCC77"]
+OTHER_COLOUR = "#BBBBBB"
+MIN_DISTINCT_FOR_UMAP = 10
+OTHER = "other"
+
+
+# -- sampling and embedding ---------------------------------------------------------------------
+
+
+def stratified_sample(labels: Sequence[str] | np.ndarray, max_points: int, seed: int = 0) -> np.ndarray:
+    """Sorted positions of at most ``max_points`` items, each label keeping its share of the sample.
+
+    Quotas are proportional to label counts (largest remainder), with at least one item per label
+    while the budget allows, so rare senses or tags stay visible. All items when they fit.
+    """
+    labels = np.asarray(labels, dtype=object)
+    n = len(labels)
+    if n <= max_points:
+        return np.arange(n)
+    if max_points < 1:
+        raise ValueError(f"max_points must be at least 1, got {max_points}")
+    rng = np.random.default_rng(seed)
+    values, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
+    exact = counts * max_points / n
+    quota = np.floor(exact).astype(int)
+    by_size = np.lexsort((values, -counts))  # largest labels first, ties by name: deterministic
+    for i in by_size:
+        if quota.sum() >= max_points:
+            break
+        if quota[i] == 0:
+            quota[i] = 1
+    leftover = max_points - quota.sum()
+    if leftover > 0:
+        room = np.where(quota < counts, exact - quota, -np.inf)
+        quota[np.lexsort((values, -room))[:leftover]] += 1
+    chosen = [rng.permutation(np.flatnonzero(inverse == i))[: quota[i]] for i in range(len(values))]
+    return np.sort(np.concatenate(chosen))
+
+
+def _pca_2d(x: np.ndarray) -> np.ndarray:
+    """Exact 2-D PCA with a fixed sign convention (largest loading positive), padded to 2 columns."""
+    centred = x - x.mean(axis=0)
+    if len(x) < 2 or not np.any(centred):
+        return np.zeros((len(x), 2))
+    u, s, vt = np.linalg.svd(centred, full_matrices=False)
+    s = np.where(s > s[0] * 1e-6, s, 0.0)  # rounding noise along a degenerate axis is not spread
+    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(axis=1)])
+    coords = (u * s * signs)[:, :2]
+    return np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
+
+
+def embed_2d(
+    x: np.ndarray, *, method: str = "umap", seed: int = 0, n_neighbors: int = 15, min_dist: float = 0.1
+) -> tuple[np.ndarray, str]:
+    """2-D coordinates of the rows of ``x`` and the method actually used (``"umap"`` or ``"pca"``).
+
+    UMAP uses the cosine metric (the same similarity as the neighbour views). Duplicate rows are
+    embedded once; with fewer than :data:`MIN_DISTINCT_FOR_UMAP` distinct rows, or
+    ``method="pca"``, the layout is the exact PCA projection.
+    """
+    if method not in ("umap", "pca"):
+        raise ValueError(f"method must be 'umap' or 'pca', got {method!r}")
+    x = np.asarray(x, dtype=np.float32)
+    distinct, inverse = np.unique(x, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if method == "pca" or len(distinct) < MIN_DISTINCT_FOR_UMAP:
+        return _pca_2d(distinct.astype(np.float64))[inverse], "pca"
+    import umap
+
+    reducer = umap.UMAP(
+        n_components=2,
+        n_neighbors=min(n_neighbors, len(distinct) - 1),
+        min_dist=min_dist,
+        metric="cosine",
+        random_state=seed,
+        n_jobs=1,
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*n_jobs.*")
+        coords = reducer.fit_transform(distinct)
+    return np.asarray(coords, dtype=np.float64)[inverse], "umap"
+
+
+# -- lemma occurrences per layer ----------------------------------------------------------------
+
+
+def _first_key(sense: str) -> str:
+    return sense.split()[0] if sense else ""
+
+
+def _legend_label(key: str, count: int, gloss: Gloss | None) -> str:
+    if key == OTHER:
+        return f"other senses / unannotated ({count})"
+    text = key
+    if gloss is not None:
+        try:
+            text = gloss(key)
+        except LookupError:
+            text = key
+    text = text if len(text) <= 42 else text[:41] + "…"
+    return f"{text} ({count})"
+
+
+def _layers(store: Any, layers: Sequence[int | str]) -> list[tuple[int, str]]:
+    names = _store_layer_names(store)
+    out = []
+    for layer in layers:
+        i = _layer_index(layer, names)
+        out.append((i, names[i] if names is not None and i < len(names) else str(layer)))
+    return out
+
+
+def umap_layers_coords(
+    store: Any,
+    lemmas: Sequence[str] = ("play", "bank", "line", "serve"),
+    layers: Sequence[int | str] = (0, 1, 2),
+    max_points: int = 400,
+    seed: int = 0,
+    *,
+    n_senses: int = 6,
+    gloss: Gloss | None = None,
+    method: str = "umap",
+) -> pd.DataFrame:
+    """Coordinates behind :func:`umap_layers`: one 2-D map per (lemma, layer).
+
+    Occurrences are the store rows whose ``lemma`` matches (case-insensitively), OOV rows left out;
+    at most ``max_points`` per lemma, stratified by sense, the same sample at every layer. Each
+    (lemma, layer) map also embeds the mean vector of the sample, a row with ``kind="type
+    average"``: the one point a type-level embedding gives the whole lemma. Columns: ``lemma,
+    layer, kind ("occurrence" | "type average"), row, x, y, word, sense, group, label, n_shown,
+    n_total, n_distinct, method``; ``n_distinct`` counts the distinct occurrence vectors,
+    ``group`` is one of the ``n_senses`` most frequent first sense keys, else ``"other"``, and
+    ``label`` is its legend text (short gloss when ``gloss`` is given, else the key).
+    """
+    tokens = store.tokens
+    lemma_col = tokens["lemma"].astype(str).str.lower().to_numpy()
+    usable = ~tokens["oov"].to_numpy(dtype=bool)
+    frames = []
+    for lemma in lemmas:
+        all_rows = np.flatnonzero((lemma_col == lemma.lower()) & usable)
+        if len(all_rows) == 0:
+            raise ValueError(f"no occurrences of lemma {lemma!r} in the store (lemma column of the token table)")
+        keys = np.array([_first_key(s) for s in tokens["sense"].to_numpy()[all_rows]], dtype=object)
+        ranked = pd.Series(keys[keys != ""]).value_counts()
+        ranked = ranked.iloc[np.lexsort((ranked.index.to_numpy(dtype=str), -ranked.to_numpy()))]
+        top = list(ranked.index[:n_senses])
+        groups = np.array([k if k in top else OTHER for k in keys], dtype=object)
+        rows = all_rows[stratified_sample(keys, max_points, seed)]
+        sample_groups = groups[np.searchsorted(all_rows, rows)]
+        counts = pd.Series(groups).value_counts()
+        labels = {g: _legend_label(g, int(counts.get(g, 0)), gloss) for g in top + [OTHER]}
+        for index, name in _layers(store, layers):
+            x = np.asarray(store.layer(index)[rows], dtype=np.float32)
+            coords, used = embed_2d(np.vstack([x, x.mean(axis=0, keepdims=True)]), method=method, seed=seed)
+            n = len(rows)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "lemma": lemma,
+                        "layer": name,
+                        "kind": ["occurrence"] * n + ["type average"],
+                        "row": np.append(rows, -1),
+                        "x": coords[:, 0],
+                        "y": coords[:, 1],
+                        "word": np.append(tokens["word"].to_numpy()[rows], ""),
+                        "sense": np.append(tokens["sense"].to_numpy()[rows], ""),
+                        "group": np.append(sample_groups, ""),
+                        "label": [labels[g] for g in sample_groups] + ["type average"],
+                        "n_shown": n,
+                        "n_total": len(all_rows),
+                        "n_distinct": len(np.unique(x, axis=0)),
+                        "method": used,
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _style_map_axis(ax: Axes, title: str, method: str) -> None:
+    """Title, axis names and equal scales (PCA distances are real distances; UMAP has no units)."""
+    ax.set_title(title, fontsize=10)
+    name = "UMAP" if method == "umap" else "PCA"
+    ax.set_xlabel(f"{name} 1", fontsize=8)
+    ax.set_ylabel(f"{name} 2", fontsize=8)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_aspect("equal", adjustable="datalim")
+
+
+def _fallback_note(panel: pd.DataFrame, requested: str) -> str:
+    if panel["method"].iat[0] == requested:
+        return ""
+    return f": {panel['n_distinct'].iat[0]} distinct vectors (PCA)"
+
+
+def _marker_size(n: int) -> float:
+    return float(np.clip(2500 / max(n, 1), 4, 30))
+
+
+def _sample_note(shown: int, total: int, what: str, by: str) -> str | None:
+    if shown >= total:
+        return None
+    return f"{shown:,} of {total:,} {what} shown (stratified by {by})"
+
+
+def umap_layers(
+    store: Any,
+    lemmas: Sequence[str] = ("play", "bank", "line", "serve"),
+    layers: Sequence[int | str] = (0, 1, 2),
+    max_points: int = 400,
+    seed: int = 0,
+    glove: Any = None,
+    *,
+    n_senses: int = 6,
+    gloss: Gloss | None = None,
+    method: str = "umap",
+) -> Figure:
+    """Occurrences of each lemma at each layer, side by side, coloured by WordNet sense.
+
+    One map per lemma and layer (a row per lemma): a joint map of all lemmas would mostly separate
+    the lemmas from each other and squeeze the sense structure within each, which is the point.
+    Colours are the lemma's most frequent senses (Okabe-Ito), grey the rest; the legend gives
+    short glosses (``gloss(key)``) or the sense keys, with counts.
+
+    The black star is the mean of the plotted occurrence vectors, embedded in the same map: the one
+    point a type-level vector gives every occurrence. It is *not* the GloVe vector, which lives in
+    another space and cannot be placed on this map. With ``glove`` (a :class:`~probing.glove.Vectors`)
+    the last column says so and lists the word's GloVe type neighbours: one vector, one list,
+    whatever the sense. Layer 0 is context-free, so all occurrences of a word form coincide there.
+    """
+    coords = umap_layers_coords(
+        store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method
+    )
+    layer_names = list(dict.fromkeys(coords["layer"]))
+    n_rows, n_cols = len(lemmas), len(layer_names)
+    fig = Figure(figsize=(3.0 * n_cols + 3.6, 2.9 * n_rows + 0.6), layout="constrained")
+    grid = fig.add_gridspec(n_rows, n_cols + 1, width_ratios=[1.0] * n_cols + [1.25])
+    for r, lemma in enumerate(lemmas):
+        part = coords[coords["lemma"] == lemma]
+        first = part.iloc[0]
+        groups = [g for g in dict.fromkeys(part["group"]) if g]
+        colour_of = _group_colours(part)
+        for c, name in enumerate(layer_names):
+            ax = fig.add_subplot(grid[r, c])
+            panel = part[part["layer"] == name]
+            occ = panel[panel["kind"] == "occurrence"]
+            for g in sorted(groups, key=lambda g: (g != OTHER, -np.sum(occ["group"] == g))):
+                pts = occ[occ["group"] == g]
+                ax.scatter(pts["x"], pts["y"], s=_marker_size(len(occ)), c=colour_of[g], alpha=0.75,
+                           linewidths=0, rasterized=True)
+            star = panel[panel["kind"] == "type average"]
+            ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
+            _style_map_axis(ax, f"'{lemma}', layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
+        info = fig.add_subplot(grid[r, n_cols])
+        info.axis("off")
+        handles = [
+            Line2D([], [], marker="o", linestyle="", color=colour_of[g], markersize=7,
+                   label=part.loc[part["group"] == g, "label"].iat[0])
+            for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
+        ]
+        handles.append(Line2D([], [], marker="*", linestyle="", color="black", markersize=12,
+                              label="mean of the occurrences:\none point per type, as in GloVe"))
+        info.legend(handles=handles, loc="upper left", fontsize=7.5, frameon=False,
+                    title=f"'{lemma}': {first['n_total']:,} occurrences", title_fontsize=8.5)
+        notes = []
+        note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
+        if note:
+            notes.append(note)
+        if glove is not None:
+            notes.append(_glove_note(glove, lemma))
+        if notes:
+            info.text(0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True,
+                      transform=info.transAxes)
+    fig.suptitle(f"Occurrences by WordNet sense, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
+    return fig
+
+
+def _group_colours(part: pd.DataFrame) -> dict[str, str]:
+    occ = part[part["kind"] == "occurrence"]
+    ranked = [g for g in occ["group"].value_counts().index if g != OTHER]
+    ranked.sort(key=lambda g: (-np.sum(occ["group"] == g), g))
+    colours = {g: OKABE_ITO[i % len(OKABE_ITO)] for i, g in enumerate(ranked)}
+    colours[OTHER] = OTHER_COLOUR
+    return colours
+
+
+def _glove_note(glove: Any, lemma: str) -> str:
+    if lemma not in glove:
+        return f"GloVe has no vector for '{lemma}'."
+    words = ", ".join(type_neighbors(glove, lemma, k=6)["word"])
+    return f"GloVe: ONE vector for every '{lemma}',\nwhatever the sense; nearest types:\n{words}"
+
+
+def _method_title(coords: pd.DataFrame) -> str:
+    methods = set(coords["method"])
+    return "UMAP, cosine" if methods == {"umap"} else ("PCA" if methods == {"pca"} else "UMAP, cosine; PCA where noted")
+
+
+# -- parts of speech per layer ------------------------------------------------------------------
+
+
+def umap_pos_coords(
+    store: Any, layers: Sequence[int | str] = (0, 1, 2), max_points: int = 3000, seed: int = 0, *,
+    n_tags: int = 9, method: str = "umap",
+) -> pd.DataFrame:
+    """Coordinates behind :func:`umap_pos`: a sample of tokens (stratified by UPOS, OOV and untagged
+    tokens left out), the same rows at every layer. Columns: ``layer, row, x, y, word, upos, group,
+    n_shown, n_total, n_distinct, method``; ``group`` is one of the ``n_tags`` most frequent tags, else ``"other"``."""
+    tokens = store.tokens
+    upos = tokens["upos"].astype(str).to_numpy()
+    candidates = np.flatnonzero((upos != "") & ~tokens["oov"].to_numpy(dtype=bool))
+    if len(candidates) == 0:
+        raise ValueError("the store has no POS-tagged tokens (the upos column is empty)")
+    tags = upos[candidates]
+    ranked = pd.Series(tags).value_counts()
+    top = sorted(ranked.index, key=lambda t: (-ranked[t], t))[:n_tags]
+    rows = candidates[stratified_sample(tags, max_points, seed)]
+    sample_tags = upos[rows]
+    groups = np.array([t if t in top else OTHER for t in sample_tags], dtype=object)
+    frames = []
+    for index, name in _layers(store, layers):
+        x = np.asarray(store.layer(index)[rows], dtype=np.float32)
+        coords, used = embed_2d(x, method=method, seed=seed)
+        frames.append(pd.DataFrame({
+            "layer": name, "row": rows, "x": coords[:, 0], "y": coords[:, 1],
+            "word": tokens["word"].to_numpy()[rows], "upos": sample_tags, "group": groups,
+            "n_shown": len(rows), "n_total": len(candidates), "n_distinct": len(np.unique(x, axis=0)),
+            "method": used,
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def umap_pos(
+    store: Any, layers: Sequence[int | str] = (0, 1, 2), max_points: int = 3000, seed: int = 0, *,
+    n_tags: int = 9, method: str = "umap",
+) -> Figure:
+    """A sample of the corpus per layer, coloured by universal POS tag (Tol muted; grey = other tags)."""
+    coords = umap_pos_coords(store, layers, max_points, seed, n_tags=n_tags, method=method)
+    names = list(dict.fromkeys(coords["layer"]))
+    fig = Figure(figsize=(3.3 * len(names) + 1.6, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    first = coords[coords["layer"] == names[0]]
+    ranked = [g for g in first["group"].value_counts().index if g != OTHER]
+    ranked.sort(key=lambda g: (-np.sum(first["group"] == g), g))
+    colours = {g: TOL_MUTED[i % len(TOL_MUTED)] for i, g in enumerate(ranked)}
+    colours[OTHER] = OTHER_COLOUR
+    for ax, name in zip(axes, names):
+        panel = coords[coords["layer"] == name]
+        for g in [OTHER] + ranked:
+            pts = panel[panel["group"] == g]
+            ax.scatter(pts["x"], pts["y"], s=_marker_size(len(panel)), c=colours[g], alpha=0.7, linewidths=0,
+                       rasterized=True)
+        _style_map_axis(ax, f"layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
+    handles = [Line2D([], [], marker="o", linestyle="", color=colours[g], markersize=6,
+                      label=f"{g} ({int(np.sum(first['group'] == g))})") for g in ranked + [OTHER]
+               if np.any(first["group"] == g)]
+    fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False, title="UPOS (shown)")
+    title = f"Tokens by part of speech, per layer ({_method_title(coords)}, seed {seed})"
+    note = _sample_note(int(first["n_shown"].iat[0]), int(first["n_total"].iat[0]), "tokens", "UPOS")
+    fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=10)
+    return fig
