@@ -279,3 +279,25 @@ def test_format_table_is_left_aligned_and_cut():
         "1     queen       0.912",
         "2     aaaaaaaaa…  0.500",
     ]
+
+
+def test_real_store_gives_the_same_neighbours(tmp_path):
+    """The views read a store made by probing.store.extract exactly as they read the stand-in."""
+    from types import SimpleNamespace
+
+    from probing.store import extract
+
+    sentences = [
+        SimpleNamespace(id=f"s{i}", doc_id=f"d{i}", words=words, upos=["X"] * len(words), xpos=[""] * len(words),
+                        lemmas=[w.lower() for w in words], instance_ids=[None] * len(words),
+                        senses=[(senses[p],) if p in senses else () for p in range(len(words))])
+        for i, (words, senses) in enumerate(SENTENCES)
+    ]
+    corpus = type("Corpus", (), {"name": "views-test", "split": "test", "__iter__": lambda self: iter(sentences),
+                                 "fingerprint": lambda self: "views-test-corpus"})()
+    real = extract(FakeEncoder(), corpus, cache_dir=tmp_path / "stores", progress=False)
+    fake = make_store(tmp_path)
+    query = row_of(fake, 0, 5)
+    got = occurrence_neighbors(real, query, "2", k=4)
+    want = occurrence_neighbors(fake, query, 2, k=4)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
