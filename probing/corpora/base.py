@@ -1,0 +1,158 @@
+"""Annotated sentences and streamable corpora: the input every later stage reads."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import pandas as pd
+
+ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids")
+TOKEN_COLUMNS = ("sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id")
+FINGERPRINT_VERSION = "probing-corpus/1"
+
+
+class CorpusFormatError(ValueError):
+    """A corpus file breaks its format; the message names the file, the line or sentence, and the rule."""
+
+
+@dataclass
+class Sentence:
+    """One tokenized sentence with optional per-token annotations.
+
+    Every annotation that is not None has one item per word. ``senses`` holds WordNet 3.0 sense keys
+    (``()`` for tokens that are not annotated instances); ``instance_ids`` is None for such tokens.
+    Missing single annotations inside a list are ``""``.
+    """
+
+    id: str
+    doc_id: str
+    words: list[str]
+    upos: list[str] | None = None
+    xpos: list[str] | None = None
+    lemmas: list[str] | None = None
+    senses: list[tuple[str, ...]] | None = None
+    instance_ids: list[str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"sentence id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.doc_id, str):
+            raise ValueError(f"sentence {self.id!r}: doc_id must be a string, got {self.doc_id!r}")
+        if not self.words:
+            raise ValueError(f"sentence {self.id!r} has no words")
+        for i, word in enumerate(self.words):
+            if not isinstance(word, str) or not word.strip():
+                raise ValueError(f"sentence {self.id!r}: token {i} is empty ({word!r}); every token needs text")
+        n = len(self.words)
+        for field in ANNOTATIONS:
+            values = getattr(self, field)
+            if values is not None and len(values) != n:
+                raise ValueError(
+                    f"sentence {self.id!r}: {field} has {len(values)} items but words has {n}; "
+                    "every annotation needs one item per word"
+                )
+
+
+def make_sentence(where: str, **fields) -> Sentence:
+    """Build a Sentence, turning a validation error into a CorpusFormatError that starts with ``where``."""
+    try:
+        return Sentence(**fields)
+    except ValueError as e:
+        raise CorpusFormatError(f"{where}: {e}") from None
+
+
+def _fingerprint_record(s: Sentence) -> bytes:
+    senses = None if s.senses is None else [list(t) for t in s.senses]
+    record = [s.id, s.doc_id, s.words, s.upos, s.xpos, s.lemmas, senses, s.instance_ids]
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class Corpus:
+    """A named split of sentences that can be streamed any number of times.
+
+    ``sentences`` is a zero-argument callable returning a fresh iterator, so nothing is held in memory
+    between passes. ``source`` says where the sentences come from (a path or a description) and
+    ``license`` is a short licence name.
+    """
+
+    def __init__(
+        self,
+        sentences: Callable[[], Iterable[Sentence]],
+        *,
+        name: str,
+        split: str,
+        source: str = "",
+        license: str = "",
+    ) -> None:
+        if not callable(sentences):
+            raise TypeError("Corpus needs a zero-argument callable that returns an iterator of Sentences")
+        self._sentences = sentences
+        self.name = name
+        self.split = split
+        self.source = source
+        self.license = license
+
+    @classmethod
+    def from_sentences(cls, sentences: Iterable[Sentence], *, name: str, split: str = "all", **kwargs) -> Corpus:
+        """A corpus over sentences already in memory (small inputs, tests)."""
+        items = list(sentences)
+        return cls(lambda: iter(items), name=name, split=split, **kwargs)
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return iter(self._sentences())
+
+    def __repr__(self) -> str:
+        return f"Corpus(name={self.name!r}, split={self.split!r}, source={self.source!r})"
+
+    def head(self, n: int) -> Corpus:
+        """The first ``n`` sentences, with the same name and split."""
+        if n < 0:
+            raise ValueError(f"head(n) needs n >= 0, got {n}")
+
+        def first() -> Iterator[Sentence]:
+            it = iter(self)
+            try:
+                yield from itertools.islice(it, n)
+            finally:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()
+
+        return Corpus(
+            first, name=self.name, split=self.split, source=f"{self.source} [first {n} sentences]", license=self.license
+        )
+
+    def fingerprint(self) -> str:
+        """Hex sha256 of the content, computed while streaming; it changes iff an id, word or annotation does.
+
+        Encoding (version ``probing-corpus/1``): the bytes ``b"probing-corpus/1\\n"``, then per sentence one
+        line of compact UTF-8 JSON ``[id, doc_id, words, upos, xpos, lemmas, senses, instance_ids]``
+        (absent annotations are ``null``, sense tuples are lists) followed by ``\\n``. Name, split, source
+        and licence are not part of it: equal content gives an equal fingerprint.
+        """
+        h = hashlib.sha256(FINGERPRINT_VERSION.encode("ascii") + b"\n")
+        for s in self:
+            h.update(_fingerprint_record(s))
+        return h.hexdigest()
+
+    def token_table(self) -> pd.DataFrame:
+        """One row per token with DESIGN.md's token-table columns (all but ``oov``); missing values are ``""``."""
+        cols: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
+        for s in self:
+            n = len(s.words)
+            cols["sentence_id"].extend([s.id] * n)
+            cols["doc_id"].extend([s.doc_id] * n)
+            cols["position"].extend(range(n))
+            cols["word"].extend(s.words)
+            for col, values in (("upos", s.upos), ("xpos", s.xpos), ("lemma", s.lemmas)):
+                cols[col].extend(values if values is not None else [""] * n)
+            cols["sense"].extend([" ".join(k) for k in s.senses] if s.senses is not None else [""] * n)
+            ids = s.instance_ids if s.instance_ids is not None else [None] * n
+            cols["instance_id"].extend(i if i is not None else "" for i in ids)
+        table = pd.DataFrame(cols, columns=list(TOKEN_COLUMNS))
+        table["position"] = table["position"].astype("int64")
+        return table
