@@ -184,7 +184,8 @@ def readme(out: Path, ud: dict, semcor: dict, docs: dict[str, list[str]]) -> str
         f"| `demo-ud/en_ewt-demo-{sp}.conllu.gz` | {size(f'demo-ud/en_ewt-demo-{sp}.conllu.gz')} | {c['docs']} | "
         f"{c['sentences']:,} | {c['tokens']:,} |" for sp, c in ud.items())
     rows_sc = "\n".join(
-        f"| {sp} | {size(f'demo-semcor/semcor-demo-{sp}.data.xml.gz')} + {size(f'demo-semcor/semcor-demo-{sp}.gold.key.txt.gz')} | "
+        f"| {sp} | {size(f'demo-semcor/semcor-demo-{sp}.data.xml.gz')} + "
+        f"{size(f'demo-semcor/semcor-demo-{sp}.gold.key.txt.gz')} | "
         f"{c['docs']} | {c['sentences']:,} | {c['tokens']:,} | {c['instances']:,} | "
         + " | ".join(str(c["lemmas"][l]) for l in TARGET_LEMMAS) + " |" for sp, c in semcor.items())
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and p.name != "README.md")
@@ -284,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         build(args.data, Path(tmp))
         rel = sorted(str(p.relative_to(tmp)) for p in Path(tmp).rglob("*") if p.is_file())
-        differ = [r for r in rel if not (args.out / r).is_file() or not filecmp.cmp(Path(tmp) / r, args.out / r, shallow=False)]
+        differ = [r for r in rel
+                  if not (args.out / r).is_file() or not filecmp.cmp(Path(tmp) / r, args.out / r, shallow=False)]
     for r in differ:
         print(f"differs: {r}", file=sys.stderr)
     print(f"{len(rel) - len(differ)} of {len(rel)} files identical")

@@ -335,7 +335,8 @@ def test_raganato_instance_without_key_names_files_and_instance(tmp_path):
     lines = [line for line in gold_lines() if not line.startswith("d000.s001.t001")]
     data, keys = write_keys(tmp_path, lines)
     with pytest.raises(CorpusFormatError,
-                       match=rf"{data} \(sentence 'd000.s001'\): instance 'd000.s001.t001' has no line in the gold key file {keys}"):
+                       match=rf"{data} \(sentence 'd000.s001'\): instance 'd000.s001.t001' "
+                             rf"has no line in the gold key file {keys}"):
         list(read_raganato(data, keys))
 
 
@@ -348,7 +349,8 @@ def test_raganato_key_line_without_key_and_duplicate(tmp_path):
     lines = gold_lines()
     lines[:0] = [lines[-1], lines[-1]]  # lines 1, 2 and 9 are all d001.s000.t001
     data, keys = write_keys(tmp_path, lines)
-    with pytest.raises(CorpusFormatError, match=rf"{keys}:2: second key line for instance 'd001.s000.t001' \(first at line 1\)"):
+    with pytest.raises(CorpusFormatError,
+                       match=rf"{keys}:2: second key line for instance 'd001.s000.t001' \(first at line 1\)"):
         list(read_raganato(data, keys))
 
 
@@ -396,7 +398,8 @@ def test_text_skips_blank_lines_and_ids_name_lines(tmp_path):
 def test_raganato_empty_token_names_file_and_sentence(tmp_path):
     data = tmp_path / "empty.data.xml"
     text = (SE2 / "senseval2.data.xml").read_text(encoding="utf-8")
-    data.write_text(text.replace('<wf lemma="its" pos="PRON">its</wf>', '<wf lemma="its" pos="PRON"></wf>'), encoding="utf-8")
+    text = text.replace('<wf lemma="its" pos="PRON">its</wf>', '<wf lemma="its" pos="PRON"></wf>')
+    data.write_text(text, encoding="utf-8")
     shutil.copy(SE2 / "senseval2.gold.key.txt", tmp_path / "empty.gold.key.txt")
     with pytest.raises(CorpusFormatError, match=rf"{data}: sentence 'd000.s000': token 3 is empty"):
         list(read_raganato(data))

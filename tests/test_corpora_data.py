@@ -47,9 +47,11 @@ def test_wsd_counts(name, sentences, tokens, instances):
 
 
 def test_semcor_document_split_adds_up():
-    train, test = counts(load("semcor", "train")), counts(load("semcor", "test"))
+    test_sentences = list(load("semcor", "test"))
+    test_docs = {s.doc_id for s in test_sentences}
+    test, train = counts(test_sentences), counts(load("semcor", "train"))
     assert tuple(a + b for a, b in zip(train, test)) == (37_176, 778_587, 226_036)
-    assert len({s.doc_id for s in load("semcor", "test")}) == 70, "documents 4, 9, ..., 349 of 352"
+    assert len(test_docs) == 70, "documents 4, 9, ..., 349 of 352"
 
 
 @pytest.mark.parametrize("name,split,sentences,tokens", [

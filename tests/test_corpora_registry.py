@@ -198,7 +198,8 @@ def raganato_zip(path: Path, sets=RAGANATO_SETS) -> Path:
             folder = ("WSD_Evaluation_Framework/Training_Corpora/SemCor" if name == "semcor"
                       else f"WSD_Evaluation_Framework/Evaluation_Datasets/{name}")
             if name == "semcor":
-                xml, keys = gzip.decompress((semcor / "semcor.data.xml.gz").read_bytes()), (semcor / "semcor.gold.key.txt").read_bytes()
+                xml = gzip.decompress((semcor / "semcor.data.xml.gz").read_bytes())
+                keys = (semcor / "semcor.gold.key.txt").read_bytes()
             else:
                 xml, keys = (se2 / "senseval2.data.xml").read_bytes(), (se2 / "senseval2.gold.key.txt").read_bytes()
             zf.writestr(f"{folder}/{name}.data.xml", xml)

@@ -91,7 +91,8 @@ class Dataset(abc.ABC):
         """Fetch the data into the download cache; returns the folder ``load`` will then find."""
 
     def open_file(self, file: Path, split: str) -> Corpus:
-        raise DatasetNotFound(f"{self.name}: path= must be a folder holding {self.expected(split)}, got the file {file}")
+        raise DatasetNotFound(
+            f"{self.name}: path= must be a folder holding {self.expected(split)}, got the file {file}")
 
     def extra_places(self) -> list[tuple[Path, str]]:
         """Folders searched after ``$PROBING_DATA`` and before the download cache."""
@@ -123,7 +124,8 @@ class Dataset(abc.ABC):
             lines.append("  $PROBING_DATA  (not set)")
         lines += [f"  {folder}  ({why})" for folder, why in self.places(path)]
         lines.append(f"Get it with:  {self.get_command()}")
-        lines.append("or pass path= (a folder holding the files), or set $PROBING_DATA to a folder laid out like shared/data.")
+        lines.append("or pass path= (a folder holding the files), "
+                     "or set $PROBING_DATA to a folder laid out like shared/data.")
         return DatasetNotFound("\n".join(lines))
 
 
@@ -379,7 +381,8 @@ def load(name: str, split: str | None = None, *, path: str | Path | None = None)
         if path.is_file():
             return ds.open_file(path, split)
         if not path.exists() or isinstance(ds, TextDataset):
-            raise DatasetNotFound(f"{name}: path= {path} is not a file" + ("" if path.exists() else " (it does not exist)"))
+            raise DatasetNotFound(f"{name}: path= {path} is not a file"
+                                  + ("" if path.exists() else " (it does not exist)"))
     folder = ds.find(split, path)
     if folder is None:
         raise ds.not_found(split, path)

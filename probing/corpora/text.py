@@ -25,4 +25,5 @@ def _sentences(path: Path) -> Iterator[Sentence]:
 def read_text(path: str | Path, *, name: str | None = None, split: str = "all", license: str = "") -> Corpus:
     """Stream a whitespace-tokenized text file, one sentence per non-blank line."""
     path = require_file(path)
-    return Corpus(lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path), license=license)
+    return Corpus(lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path),
+                  license=license)
