@@ -52,8 +52,8 @@ def make_store(seed: int = 0, dim: int = 12) -> FakeStore:
             + [("play", "play%2:33:00::", "VERB")] * 10 + [("play", "", "VERB")] * 5
             + [("bank", "bank%1:14:00::", "NOUN")] * 30
             + [(w, "", t) for w, t in [("the", "DET"), ("runs", "VERB"), ("red", "ADJ")] * 30])
-    centre = {key: rng.standard_normal(dim) * 3 for key in {s for _, s, _ in spec}}
-    form = {w: rng.standard_normal(dim) for w in {w for w, _, _ in spec}}
+    centre = {key: rng.standard_normal(dim) * 3 for key in sorted({s for _, s, _ in spec})}
+    form = {w: rng.standard_normal(dim) for w in sorted({w for w, _, _ in spec})}
     records, layers = [], [[], [], []]
     for i, (word, sense, upos) in enumerate(spec):
         records.append({"sentence_id": f"s{i}", "doc_id": "d", "position": 0, "word": word, "upos": upos,
@@ -209,3 +209,11 @@ def test_context_free_layer_falls_back_to_pca_and_says_so():
     assert panel.get_title() == "'play', layer 0: 2 distinct vectors (PCA)"
     assert panel.get_xlabel() == "PCA 1"
     assert "80 of 80" not in _texts(fig), "nothing was subsampled, so no note"
+
+
+def test_more_groups_than_colours_is_refused():
+    # Okabe-Ito has 7 colours besides black, Tol muted 9: an 8th sense would repeat a colour
+    with pytest.raises(ValueError, match="n_senses must be between 1 and 7"):
+        umap_layers_coords(make_store(), ["play"], [1], n_senses=8, method="pca")
+    with pytest.raises(ValueError, match="n_tags must be between 1 and 9"):
+        umap_pos_coords(make_store(), [1], n_tags=10, method="pca")

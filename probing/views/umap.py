@@ -163,6 +163,8 @@ def umap_layers_coords(
     ``group`` is one of the ``n_senses`` most frequent first sense keys, else ``"other"``, and
     ``label`` is its legend text (short gloss when ``gloss`` is given, else the key).
     """
+    if not 1 <= n_senses <= len(OKABE_ITO):
+        raise ValueError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
     tokens = store.tokens
     lemma_col = tokens["lemma"].astype(str).str.lower().to_numpy()
     usable = ~tokens["oov"].to_numpy(dtype=bool)
@@ -290,7 +292,7 @@ def umap_layers(
             for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
         ]
         handles.append(Line2D([], [], marker="*", linestyle="", color="black", markersize=12,
-                              label="mean of the occurrences:\none point per type, as in GloVe"))
+                              label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives"))
         info.legend(handles=handles, loc="upper left", fontsize=7.5, frameon=False,
                     title=f"'{lemma}': {first['n_total']:,} occurrences", title_fontsize=8.5)
         notes = []
@@ -337,6 +339,8 @@ def umap_pos_coords(
     """Coordinates behind :func:`umap_pos`: a sample of tokens (stratified by UPOS, OOV and untagged
     tokens left out), the same rows at every layer. Columns: ``layer, row, x, y, word, upos, group,
     n_shown, n_total, n_distinct, method``; ``group`` is one of the ``n_tags`` most frequent tags, else ``"other"``."""
+    if not 1 <= n_tags <= len(TOL_MUTED):
+        raise ValueError(f"n_tags must be between 1 and {len(TOL_MUTED)} (distinct colours), got {n_tags}")
     tokens = store.tokens
     upos = tokens["upos"].astype(str).to_numpy()
     candidates = np.flatnonzero((upos != "") & ~tokens["oov"].to_numpy(dtype=bool))
