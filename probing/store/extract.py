@@ -95,22 +95,36 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
     corpus_fp = corpus.fingerprint()
     key = store_key(encoder.fingerprint, corpus_fp, shard)
     path = store_root(cache_dir) / key
+    hit = None if verify else _complete(path, encoder, key, progress)
+    if hit is not None:  # no lock needed: a complete store is only rewritten after its manifest is removed
+        return hit
     path.mkdir(parents=True, exist_ok=True)
     with store_lock(path, progress):
+        hit = None if verify else _complete(path, encoder, key, progress)
+        if hit is not None:
+            return hit
         repair = None
         if (path / MANIFEST).is_file():
             store = Store.open(path)
             _check_compatible(store, encoder, key)
-            if not verify and store.sizes_ok():
-                if progress:
-                    print(f"store hit: {len(store)} tokens, {store.layer_names} -> {path}", file=sys.stderr)
-                return store
-            bad = store.bad_chunks()
-            if not bad and not store.bad_files():
+            if not store.bad_chunks() and not store.bad_files():
                 return store
             repair = store
         run = _Extraction(encoder, corpus, path, key, corpus_fp, shard, chunk_tokens, batch_tokens, progress)
         return run.run(repair)
+
+
+def _complete(path: Path, encoder: EncoderLike, key: str, progress: bool) -> Store | None:
+    """The store at ``path`` if it is complete and its files have their full sizes (a cache hit)."""
+    if not (path / MANIFEST).is_file():
+        return None
+    store = Store.open(path)
+    _check_compatible(store, encoder, key)
+    if not store.sizes_ok():
+        return None
+    if progress:
+        print(f"store hit: {len(store)} tokens, layers {store.layer_names} -> {path}", file=sys.stderr)
+    return store
 
 
 def _check_compatible(store: Store, encoder: EncoderLike, key: str) -> None:

@@ -74,7 +74,8 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
     The result has the unsharded key, so it sits where ``extract(encoder, corpus)`` looks (a later call
     is a cache hit), and its layers, token table and offsets equal an unsharded extraction's. Shard
     bytes are re-hashed while copied: a corrupt shard raises StoreCorruptError naming it. The output
-    goes under ``cache_dir`` (default: the directory holding the first shard).
+    goes under ``cache_dir`` (default: the directory holding the first shard). An interrupted merge
+    leaves no manifest, and calling it again starts the copy over.
     """
     stores = _check_shards([s if isinstance(s, Store) else Store.open(s) for s in shards])
     ref = stores[0].manifest

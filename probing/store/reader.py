@@ -144,10 +144,7 @@ class Store:
 
         dtype = dtype or torch.float32
         np_dtype = np.float16 if dtype == torch.float16 else np.float32
-        arr = self.layer(k, rows=rows, dtype=np_dtype)
-        if isinstance(arr, np.memmap) or not arr.flags.writeable:
-            arr = np.array(arr)
-        return torch.from_numpy(arr).to(dtype)
+        return torch.from_numpy(self.layer(k, rows=rows, dtype=np_dtype)).to(dtype)
 
     @property
     def tokens(self) -> pd.DataFrame:
@@ -248,9 +245,9 @@ class Store:
 
 
 def _convert(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``src`` as ``dtype`` (a copy, never a view of the memmap); fp16->fp32 goes through torch (faster)."""
+    """``src`` as a new, writable ``dtype`` ndarray (never a memmap view); fp16->fp32 goes through torch."""
     if dtype == src.dtype:
-        return np.array(src)
+        return np.array(src, subok=False)
     if src.dtype == DTYPE and dtype == np.float32 and src.ndim == 2:
         import torch
 

@@ -17,7 +17,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("probing.store writes its token table as Parquet and needs pyarrow: pip install pyarrow") from e
 
 SCHEMA = pa.schema(
-    [(c, pa.int32() if c == "position" else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
+    [(c, pa.int64() if c == "position" else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
 )
 
 _FIELDS = (("upos", "upos"), ("xpos", "xpos"), ("lemma", "lemmas"), ("sense", "senses"),
