@@ -53,11 +53,12 @@ class LstmDirection(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(4 * c)) for _ in range(opts.n_layers))
         self.proj = nn.ParameterList(nn.Parameter(torch.empty(c, p)) for _ in range(opts.n_layers))
 
-    def forward(self, x: Tensor, mask: Tensor, state: Optional[State]) -> tuple[list[Tensor], State]:
+    def forward(self, x: Tensor, mask: Tensor, state: Optional[State], dropout: float = 0.0
+                ) -> tuple[list[Tensor], State]:
         """Run all layers over ``x`` ``(B, T, P)`` with ``mask`` ``(B, T)`` (valid steps first).
 
         Returns each layer's output ``(B, T, P)`` (zero at padding) and the final ``(h, c)`` per layer,
-        taken at each row's last valid step.
+        taken at each row's last valid step. ``dropout`` (training only) applies to each layer's input.
         """
         opts = self.opts
         cell_clip = opts.cell_clip if opts.cell_clip else math.inf
@@ -72,8 +73,12 @@ class LstmDirection(nn.Module):
                 c0 = x.new_zeros(b, opts.lstm_dim)
             else:
                 h0, c0 = state[layer]
-            gates_x = torch.addmm(self.bias[layer], x.reshape(b * t, p), w[:p]).view(b, t, -1)
-            out, h, c = lstm_recurrence(gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer],
+            x_in = nn.functional.dropout(x, dropout, self.training) if dropout else x
+            gates_x = torch.addmm(self.bias[layer], x_in.reshape(b * t, p), w[:p]).view(b, t, -1)
+            # TorchScript re-specialises its autograd graph for every new batch shape, which makes
+            # training ~6x slower than eager mode; it only pays without gradients.
+            recurrence = lstm_recurrence if torch.is_grad_enabled() else _scripted_recurrence
+            out, h, c = recurrence(gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer],
                                         h0, c0, mask_t, cell_clip, proj_clip)
             out = out.transpose(0, 1)
             if opts.use_skip_connections and layer > 0:
@@ -91,9 +96,8 @@ def lstm_recurrence(gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Ten
     ``gates_x`` already holds ``x W_x + b``. Padded steps (``mask`` False) leave the state unchanged
     and output zeros, so the returned state is each row's state at its last valid step.
     """
-    steps = gates_x.size(0)
-    outs = torch.empty(steps, h.size(0), h.size(1), dtype=h.dtype, device=h.device)
-    for s in range(steps):
+    outs: list[Tensor] = []
+    for s in range(gates_x.size(0)):
         z = torch.addmm(gates_x[s], h, w_h)
         i, j, f, o = z.chunk(4, 1)
         c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
@@ -103,13 +107,13 @@ def lstm_recurrence(gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Ten
         m = mask[s]
         c = torch.where(m, c_new, c)
         h = torch.where(m, h_new, h)
-        outs[s] = h_new * m
-    return outs, h, c
+        outs.append(h_new * m)
+    return torch.stack(outs), h, c
 
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript still compiles this loop in ~1 s
-    lstm_recurrence = torch.jit.script(lstm_recurrence)
+    _scripted_recurrence = torch.jit.script(lstm_recurrence)
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -137,7 +141,7 @@ class BiLM(nn.Module):
         uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
         return self.char_cnn(uniq)[inverse].view(b, t, -1)
 
-    def forward(self, char_ids: Tensor, state: Optional[tuple[State, State]] = None
+    def forward(self, char_ids: Tensor, state: Optional[tuple[State, State]] = None, dropout: float = 0.0
                 ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """Returns token embeddings, forward outputs, backward outputs (each ``(B, T, P)``), the mask,
         and the final state of both directions."""
@@ -145,8 +149,8 @@ class BiLM(nn.Module):
         lengths = mask.sum(dim=1)
         tokens = self.token_embeddings(char_ids) * mask.unsqueeze(-1)
         fw_state, bw_state = state if state is not None else (None, None)
-        fw, fw_final = self.forward_lstm(tokens, mask, fw_state)
-        bw_rev, bw_final = self.backward_lstm(reverse_padded(tokens, lengths), mask, bw_state)
+        fw, fw_final = self.forward_lstm(tokens, mask, fw_state, dropout)
+        bw_rev, bw_final = self.backward_lstm(reverse_padded(tokens, lengths), mask, bw_state, dropout)
         bw = [reverse_padded(o, lengths) for o in bw_rev]
         return tokens, fw, bw, mask, (fw_final, bw_final)
 
