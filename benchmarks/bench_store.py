@@ -6,10 +6,12 @@
 
 (a) Extraction throughput through ``probing.store.extract`` against the same encoder called on the same
     length-sorted batches with no store at all (corpus streamed once, outputs dropped), as wall time and
-    as CPU time of all threads (robust on a shared machine). Encoders: an
-    ELMo-sized torch encoder (dim 1024, 3 layers, ~6 MFLOP/token: a stress case, as fast as ELMo on a
-    GPU), the ``original`` ELMo architecture with random weights (the real CPU cost), and the tiny
-    test-fixture ELMo in ``tests/fixtures/elmo_allennlp``. Median of ``--repeat`` interleaved runs.
+    as CPU time of all threads (robust on a shared machine). Encoders, all dim 1024 x 3 layers but the
+    fixture: a GPU-like one (the CPU sleeps 100 us per token, i.e. 10k tokens/s, as while a GPU
+    computes), a CPU-bound ELMo-shaped torch encoder (~6 MFLOP/token, competes with the store's writer
+    thread for the cores), the ``original`` ELMo architecture with random weights (the real CPU cost),
+    and the tiny test-fixture ELMo in ``tests/fixtures/elmo_allennlp`` (dim 32). Median of
+    ``--repeat`` interleaved runs.
 (b) Reading one layer of a big store from the page cache: whole layer into float32, fp16 copy, and
     gathers of random rows (sorted and unsorted).
 (c) Peak RSS (VmHWM, and ``ru_maxrss``) of a fresh process extracting ``--big-tokens`` tokens (dim 1024, 3 layers)
@@ -99,6 +101,25 @@ class TorchMixEncoder:
         return np.zeros(len(words), dtype=bool)
 
 
+class SleepEncoder:
+    """GPU-like: the CPU is idle for ``seconds_per_token`` while "the device" works; outputs are precomputed."""
+
+    def __init__(self, dim: int = 1024, n_layers: int = 3, seconds_per_token: float = 1e-4, max_tokens: int = 1 << 14):
+        self.name, self.dim, self.layer_names = "sleep", dim, [str(i) for i in range(n_layers)]
+        self.fingerprint = hashlib.sha256(f"sleep|{dim}|{n_layers}".encode()).hexdigest()
+        self.seconds_per_token = seconds_per_token
+        self.out = np.random.default_rng(0).standard_normal((n_layers, max_tokens, dim)).astype(np.float32)
+
+    def encode(self, sentences):
+        n = sum(len(s) for s in sentences)
+        time.sleep(n * self.seconds_per_token)
+        offsets = np.cumsum([0] + [len(s) for s in sentences]) % (self.out.shape[1] - 512)
+        return [self.out[:, a:a + len(s)] for a, s in zip(offsets, sentences)]
+
+    def oov_mask(self, words):
+        return np.zeros(len(words), dtype=bool)
+
+
 class ElmoAdapter:
     """The Encoder contract over ``probing.elmo.Elmo`` (stateless), for the benchmark only."""
 
@@ -152,8 +173,8 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 def bench_extract(args, workdir: Path) -> None:
-    cases = [("torch-mix dim 1024 x3 (fast, GPU-like rate)", TorchMixEncoder,
-              args.fast_tokens)]
+    cases = [("GPU-like: CPU idle 100 us/token, dim 1024 x3", SleepEncoder, args.fast_tokens),
+             ("torch-mix dim 1024 x3, CPU-bound, ~6 MFLOP/token", TorchMixEncoder, args.fast_tokens)]
     if not args.skip_elmo:
         from probing.elmo import Elmo, hub
 
@@ -289,7 +310,7 @@ def main() -> None:
     p.add_argument("--workdir", type=Path, help="where stores are written (default: a temporary directory)")
     p.add_argument("--chunk-tokens", type=int, default=32768)
     p.add_argument("--batch-tokens", type=int, default=4096)
-    p.add_argument("--fast-tokens", type=int, default=40000, help="tokens for the torch-mix encoder in (a)")
+    p.add_argument("--fast-tokens", type=int, default=200_000, help="tokens for the GPU-like and torch-mix encoders in (a)")
     p.add_argument("--fixture-tokens", type=int, default=20000, help="tokens for the fixture ELMo in (a)")
     p.add_argument("--elmo-tokens", type=int, default=1000, help="tokens for the 'original' ELMo in (a)")
     p.add_argument("--skip-elmo", action="store_true", help="only the torch-mix encoder in (a)")

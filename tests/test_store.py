@@ -463,7 +463,7 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     corpus = make_corpus(6, seed=10)
     with pytest.raises(StoreError, match=r"returned float32 \(3, \d+, 7\) for sentence 's\d+', expected float32 \(3, \d+, 8\)"):
         extract(WrongShape(), corpus, cache_dir=tmp_path, **KW)
-    with pytest.raises(StoreError, match=r"\|x\| = .* for sentence .* fp16"):
+    with pytest.raises(StoreError, match=r"returned values in \[-\d.*, \d.*\] for sentence 's\d+'; the store keeps fp16"):
         extract(FakeEncoder(scale=1e6), corpus, cache_dir=tmp_path, **KW)
     with pytest.raises(StoreError, match="non-finite values"):
         extract(NaNs(), corpus, cache_dir=tmp_path, **KW)
@@ -476,6 +476,10 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         extract(FakeEncoder(), empty, cache_dir=tmp_path, **KW)
     with pytest.raises(StoreError, match="item 0 is a list, expected a Sentence"):
         extract(FakeEncoder(), NotSentences(), cache_dir=tmp_path, **KW)
+    unkeyed = FakeEncoder()
+    unkeyed.fingerprint = None
+    with pytest.raises(StoreError, match="encoder.fingerprint must be a non-empty str"):
+        extract(unkeyed, corpus, cache_dir=tmp_path, **KW)
     with pytest.raises(ValueError, match="chunk_tokens must be a positive int"):
         extract(FakeEncoder(), corpus, cache_dir=tmp_path, chunk_tokens=0)
     with pytest.raises(ValueError, match=r"shard must be \(i, n\)"):

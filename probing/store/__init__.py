@@ -9,9 +9,9 @@ Typical use::
 """
 
 from probing.store.distributed import extract_ray
-from probing.store.extract import extract, length_batches, plan_chunks, shard_range
+from probing.store.extraction import extract, length_batches, plan_chunks, shard_range
 from probing.store.format import FORMAT_VERSION, StoreCorruptError, StoreError, store_key, store_root
-from probing.store.merge import merge
+from probing.store.merging import merge
 from probing.store.reader import Store
 
 __all__ = [

@@ -6,9 +6,9 @@ import os
 import shutil
 from typing import Any, Callable
 
-from probing.store.extract import extract
+from probing.store.extraction import extract
 from probing.store.format import MANIFEST, store_key, store_root
-from probing.store.merge import merge
+from probing.store.merging import merge
 from probing.store.reader import Store
 
 

@@ -10,10 +10,11 @@ import platform
 import shutil
 import sys
 import time
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from probing.store.format import (
 )
 from probing.store.reader import Store
 from probing.store.tokens import concat_parts, token_table, write_part
+
+if TYPE_CHECKING:
+    import torch
 
 
 class EncoderLike(Protocol):
@@ -93,6 +97,9 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
             raise ValueError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
         shard = (int(shard[0]), int(shard[1]))
     corpus_fp = corpus.fingerprint()
+    for what, fp in (("encoder.fingerprint", encoder.fingerprint), ("corpus.fingerprint()", corpus_fp)):
+        if not isinstance(fp, str) or not fp:
+            raise StoreError(f"{what} must be a non-empty str (a content hash), got {fp!r}")
     key = store_key(encoder.fingerprint, corpus_fp, shard)
     path = store_root(cache_dir) / key
     hit = None if verify else _complete(path, encoder, key, progress)
@@ -175,6 +182,17 @@ def length_batches(lengths: Sequence[int], batch_tokens: int) -> Iterator[list[i
         batch.append(j)
     if batch:
         yield batch
+
+
+def _as_tensor(a: np.ndarray) -> "torch.Tensor":
+    """A torch view of ``a`` (read-only arrays too: torch only reads it here)."""
+    import torch
+
+    if any(stride < 0 for stride in a.strides):
+        a = np.ascontiguousarray(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(a)
 
 
 def _versions() -> dict[str, str | None]:
@@ -408,6 +426,7 @@ class _Extraction:
         lengths = [len(s.words) for s in sentences]
         starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         n_layers = len(self.files)
+        tbuf = _as_tensor(buf)
         for batch in length_batches(lengths, self.batch_tokens):
             t0 = time.perf_counter()
             outs = self.encoder.encode([list(sentences[j].words) for j in batch])
@@ -422,13 +441,15 @@ class _Extraction:
                         f"encoder {self.encoder.name!r} returned {out.dtype} {out.shape} for sentence "
                         f"{sentences[j].id!r}, expected float32 {want} (layers, words, dim)"
                     )
-                peak = np.max(np.abs(out))
-                if not peak <= FP16_MAX:
+                lo, hi = out.min(), out.max()  # NaN propagates into both and fails the test below
+                if not (-FP16_MAX <= lo and hi <= FP16_MAX):
+                    what = "non-finite values" if not np.isfinite([lo, hi]).all() else f"values in [{lo:g}, {hi:g}]"
                     raise StoreError(
-                        f"encoder {self.encoder.name!r} returned {'non-finite values' if not np.isfinite(peak) else f'|x| = {peak:g}'}"
-                        f" for sentence {sentences[j].id!r}; the store keeps fp16 (|x| <= {FP16_MAX:g})"
+                        f"encoder {self.encoder.name!r} returned {what} for sentence {sentences[j].id!r}; "
+                        f"the store keeps fp16 (|x| <= {FP16_MAX:g})"
                     )
-                buf[:, starts[j]:starts[j + 1], :] = out
+                # torch casts float32 -> fp16 into the strided slot ~15x faster than numpy does
+                tbuf[:, starts[j]:starts[j + 1], :].copy_(_as_tensor(out))
             bar.update(sum(lengths[j] for j in batch))
 
     def _commit(self, c: int, buf: np.ndarray | None, table: Any, fds: list[int]) -> None:

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from probing._io import atomic_open, sha256_file
-from probing.store.extract import _versions
+from probing.store.extraction import _versions
 from probing.store.format import (
     DTYPE,
     MANIFEST,
