@@ -522,3 +522,21 @@ def test_peak_rss_grows_with_the_chunk_not_the_corpus(tmp_path):
     assert big_rss - small_rss < 0.15 * data_growth, (
         f"peak RSS grew by {(big_rss - small_rss) / 1e6:.1f} MB for {data_growth / 1e6:.0f} MB more data"
     )
+
+
+# -- with the real corpora ------------------------------------------------------------------------------------
+
+def test_store_token_table_equals_the_corpus_token_table_on_bundled_semcor(tmp_path):
+    from probing.corpora import load
+
+    corpus = load("demo-semcor", "test").head(40)
+    enc = FakeEncoder()
+    store = extract(enc, corpus, cache_dir=tmp_path, chunk_tokens=300, batch_tokens=128, progress=False)
+    want = corpus.token_table()  # probing.corpora's own table: every DESIGN.md column but oov
+    assert store.manifest["corpus"]["fingerprint"] == corpus.fingerprint()
+    assert_tokens_equal(store.tokens.drop(columns="oov"), want)
+    assert store.tokens["oov"].tolist() == enc.oov_mask(want["word"].tolist()).tolist()
+    assert (store.tokens["sense"] != "").sum() > 20, "the SemCor slice should carry sense-annotated instances"
+    np.testing.assert_array_equal(store.rows(sense_annotated=True), np.flatnonzero(want["sense"] != ""))
+    per_sentence = [enc.encode_one(s.words) for s in corpus]
+    np.testing.assert_array_equal(store.layer(2), np.concatenate([a[2] for a in per_sentence]).astype(np.float16))
