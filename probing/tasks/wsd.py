@@ -1,0 +1,93 @@
+"""Word-sense disambiguation from stored activations: Peters et al.'s 1-NN sense centroids and WSD baselines.
+
+For each layer, the centroid of every sense is the mean vector of its training (SemCor) occurrences; a
+test instance takes the nearest centroid among its lemma's WordNet senses, or the WordNet first sense when
+none of them occurred in training. F1 follows Raganato et al.'s scorer; every instance is answered, so
+F1 = precision = recall = the mean per-instance credit, and its CI is a cluster bootstrap over sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from probing.probes.wsd import MostFrequentSense, SenseCentroids, instances_from_tokens, score_wsd, wn_first_sense
+from probing.tasks.common import BASELINE_ENCODER, Part, ProbeSettings, TaskError, TaskOutput, fraction_row
+
+WSD_BASELINES = ("wn-first-sense", "semcor-mfs")
+
+
+def instances(part: Part, task: str) -> pd.DataFrame:
+    """The sense-annotated tokens of ``part``: ``row, instance_id, lemma, pos, keys, sentence_id``.
+
+    A token without an instance id gets ``<sentence_id>.<position>``, so every instance can be scored.
+    """
+    tokens = part.store.tokens
+    inst = instances_from_tokens(tokens)
+    if inst.empty:
+        raise TaskError(f"task {task!r}: {part.dataset}/{part.split} has no sense-annotated tokens")
+    rows = inst["row"].to_numpy()
+    inst["sentence_id"] = tokens["sentence_id"].to_numpy()[rows]
+    fallback = inst["sentence_id"] + "." + tokens["position"].to_numpy()[rows].astype(str)
+    inst["instance_id"] = inst["instance_id"].where(inst["instance_id"] != "", fallback)
+    dup = inst["instance_id"].duplicated()
+    if dup.any():
+        raise TaskError(f"task {task!r}: {part.dataset}/{part.split} repeats instance id "
+                        f"{inst['instance_id'][dup].iloc[0]!r}")
+    return inst
+
+
+def _f1_row(task: str, part: Part, encoder: str, layer: str, inst: pd.DataFrame, pred: Sequence[str], seed: int,
+            settings: ProbeSettings) -> tuple[dict, dict]:
+    gold = dict(zip(inst["instance_id"], inst["keys"]))
+    scores = score_wsd(dict(zip(inst["instance_id"], pred)), gold)
+    credit = np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
+    row = fraction_row(task, part, encoder, layer, "f1", credit, inst["sentence_id"].to_numpy(), seed,
+                       settings.n_boot, value=scores["F1"])
+    return row, scores
+
+
+def wsd_1nn(task: str, encoder: str, train: Part, tests: Sequence[Part], settings: ProbeSettings, *,
+            inventory=None, metric: str = "cosine", progress=None) -> TaskOutput:
+    """F1 of 1-NN sense centroids for every layer of one encoder, on each test part (``metric`` f1)."""
+    tests = list(tests)
+    train_inst = instances(train, task)
+    test_inst = [(p, instances(p, task)) for p in tests]
+    out = TaskOutput()
+    seed = settings.seeds[0]
+    for layer in train.store.layer_names:
+        if progress:
+            progress(f"{task} {encoder} layer {layer}")
+        model = SenseCentroids(metric=metric, inventory=inventory).fit(
+            train.store.layer(layer), train_inst["keys"].tolist(), rows=train_inst["row"].to_numpy())
+        for part, inst in test_inst:
+            details = model.predict_details(part.store.layer(layer), inst["lemma"].tolist(), inst["pos"].tolist(),
+                                            rows=inst["row"].to_numpy())
+            row, scores = _f1_row(task, part, encoder, layer, inst, details["sense"].tolist(), seed, settings)
+            out.rows.append(row)
+            out.probes.append({"task": task, "encoder": encoder, "layer": layer, "seed": seed,
+                               "train": f"{train.dataset}/{train.split}", "test": f"{part.dataset}/{part.split}",
+                               "metric": metric, "n_train": len(train_inst), "n_senses": len(model.keys_),
+                               "n_test": len(inst), "backoff": float(details["backoff"].mean()),
+                               "P": scores["P"], "R": scores["R"]})
+    return out
+
+
+def wsd_baselines(task: str, train: Part, tests: Sequence[Part], settings: ProbeSettings, *, inventory=None,
+                  which: Sequence[str] = WSD_BASELINES) -> TaskOutput:
+    """WordNet first sense and SemCor most frequent sense (counted on ``train``): rows with encoder ``baseline``."""
+    unknown = sorted(set(which) - set(WSD_BASELINES))
+    if unknown:
+        raise TaskError(f"task {task!r}: unknown WSD baseline(s) {unknown}; known: {list(WSD_BASELINES)}")
+    out = TaskOutput()
+    seed = settings.seeds[0]
+    mfs = MostFrequentSense(inventory).fit(instances(train, task)["keys"]) if "semcor-mfs" in which else None
+    for part in tests:
+        inst = instances(part, task)
+        lemmas, pos = inst["lemma"].tolist(), inst["pos"].tolist()
+        for name in which:
+            pred = wn_first_sense(lemmas, pos, inventory) if name == "wn-first-sense" else mfs.predict(lemmas, pos)
+            out.rows.append(_f1_row(task, part, BASELINE_ENCODER, name, inst, pred, seed, settings)[0])
+    return out
