@@ -1,0 +1,290 @@
+"""Probing tasks on stores built from synthetic encoders whose answers are known by construction.
+
+* ``LayerKEncoder``: only layer k holds the POS tag (a one-hot code plus small noise); the other layers are
+  noise, different for every token. Per-layer probing must rank layer k first, the scalar mix must weight it
+  most, and its control-task selectivity must be high (a tag code cannot memorise word types).
+* ``ContextEncoder``: layer 0 depends on the word only, layer 1 on the previous word, so the sense of "bank"
+  in "river bank" / "money bank" is visible in layer 1 and invisible in layer 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probing.corpora.base import Corpus, Sentence
+from probing.store import extract
+from probing.tasks import (
+    Part,
+    ProbeSettings,
+    TaskError,
+    column_labels,
+    supersense_labels,
+    tagging_baselines,
+    tagging_probes,
+    wsd_1nn,
+    wsd_baselines,
+)
+from probing.tasks.common import DEV_EVERY, holdout_dev
+from probing.wordnet import inventory
+
+TAGS = ["NOUN", "NOUN", "VERB", "ADJ", "DET"]  # word i has tag TAGS[i % 5]: NOUN is the majority (40 %)
+VOCAB = [f"w{i}" for i in range(60)]
+TAG_OF = {w: TAGS[i % 5] for i, w in enumerate(VOCAB)}
+TAGSET = sorted(set(TAGS))
+K = 1  # the informative layer
+SETTINGS = ProbeSettings(Cs=(0.1, 10.0), max_iter=50, mix_max_iter=60, seeds=(0, 1), n_boot=200)
+
+
+def _rng(*key) -> np.random.Generator:
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:8], "little"))
+
+
+class LayerKEncoder:
+    """Layer ``K`` = one-hot tag code (+ noise 0.05); layers != K = unit noise, unique per token."""
+
+    name = "fake"
+    layer_names = ["0", "1", "2"]
+    dim = 8
+    fingerprint = hashlib.sha256(f"layer-k-encoder/{K}".encode()).hexdigest()
+    oov_words = frozenset({"w7", "w8"})
+
+    def encode(self, sentences):
+        out = []
+        for words in sentences:
+            arr = np.empty((3, len(words), self.dim), np.float32)
+            for layer in range(3):
+                noise = _rng(tuple(words), layer).standard_normal((len(words), self.dim))
+                if layer == K:
+                    code = np.zeros((len(words), self.dim))
+                    code[np.arange(len(words)), [TAGSET.index(TAG_OF[w]) for w in words]] = 1.0
+                    arr[layer] = code + 0.05 * noise
+                else:
+                    arr[layer] = noise
+            out.append(arr)
+        return out
+
+    def oov_mask(self, words):
+        return np.array([w in self.oov_words for w in words])
+
+
+def tagged_corpus(name: str, split: str, n: int, vocab: list[str], seed: int) -> Corpus:
+    rng = np.random.default_rng(seed)
+    sents = []
+    for i in range(n):
+        words = [vocab[j] for j in rng.integers(0, len(vocab), size=int(rng.integers(4, 11)))]
+        sents.append(Sentence(id=f"{split}{i}", doc_id=f"{split}-d{i // 5}", words=words,
+                              upos=[TAG_OF[w] for w in words], xpos=[""] * len(words)))
+    return Corpus.from_sentences(sents, name=name, split=split)
+
+
+@pytest.fixture(scope="module")
+def pos_parts(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("stores")
+    enc = LayerKEncoder()
+    train_vocab = VOCAB[:50]  # test also draws w50..w59, never seen in training
+    corpora = {"train": tagged_corpus("synth", "train", 80, train_vocab, 1),
+               "dev": tagged_corpus("synth", "dev", 20, train_vocab, 2),
+               "test": tagged_corpus("synth", "test", 40, VOCAB, 3)}
+    return {s: Part("synth", s, extract(enc, c, cache_dir=cache, progress=False)) for s, c in corpora.items()}
+
+
+@pytest.fixture(scope="module")
+def pos_out(pos_parts):
+    p = pos_parts
+    return tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS)
+
+
+def frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def test_only_the_informative_layer_scores(pos_out):
+    df = frame(pos_out.rows)
+    acc = df[df.metric == "accuracy"].set_index("layer")["value"]
+    per_layer = acc[["0", "1", "2"]]
+    assert per_layer.idxmax() == str(K), per_layer
+    assert per_layer[str(K)] > 0.97  # the tag code is linearly separable (noise 0.05 << 1)
+    # noise layers cannot beat guessing much: the majority tag is 40 % of tokens
+    assert per_layer.drop(str(K)).max() < 0.6, per_layer
+    assert acc["mix"] > 0.95 and acc["concat"] > 0.95
+
+
+def test_mix_weights_concentrate_on_the_informative_layer(pos_out):
+    w = frame(pos_out.mix_weights).set_index("layer")["weight"]
+    assert w.sum() == pytest.approx(1.0, abs=1e-9)  # softmax-normalised
+    assert w.idxmax() == str(K) and w[str(K)] > 0.5, w
+
+
+def test_rows_are_fractions_with_cis_and_selectivity_is_the_difference(pos_out):
+    df = frame(pos_out.rows)
+    assert ((df.value >= 0) & (df.value <= 1))[df.metric != "selectivity"].all()
+    assert ((df.ci_low <= df.value) & (df.value <= df.ci_high)).all()
+    assert (df.ci_high > df.ci_low).any()  # real intervals, not points
+    for layer in ("0", "1", "2"):
+        rows = df[df.layer == layer]
+        acc = rows[rows.metric == "accuracy"].value.item()
+        ctrl = rows[rows.metric == "control-accuracy"].set_index("seed").value
+        sel = rows[rows.metric == "selectivity"].set_index("seed").value
+        assert list(ctrl.index) == list(SETTINGS.seeds) == list(sel.index)  # one control task per seed
+        for seed in SETTINGS.seeds:
+            assert sel[seed] == acc - ctrl[seed]  # exactly, per row
+    # the deterministic L-BFGS probe is fit once: one accuracy row per layer, carrying the first seed
+    assert (df[df.metric == "accuracy"].seed == SETTINGS.seeds[0]).all()
+    # a one-hot tag code cannot memorise random per-type labels; the noise layers cannot do either task
+    sel = df[(df.metric == "selectivity") & (df.layer == str(K))].value
+    assert sel.min() > 0.4, sel
+
+
+def test_oov_tokens_are_counted(pos_parts, pos_out):
+    df = frame(pos_out.rows)
+    oov = df[df.metric == "oov-rate"]
+    tokens = pos_parts["test"].store.tokens
+    expected = tokens.word.isin(LayerKEncoder.oov_words).mean()
+    assert 0 < expected < 0.1
+    assert set(oov.layer) == {"0", "1", "2"} and np.allclose(oov.value, expected)
+
+
+def test_per_tag_accuracy_matches_the_overall_accuracy(pos_parts, pos_out):
+    pt = frame(pos_out.per_tag)
+    df = frame(pos_out.rows)
+    tokens = pos_parts["test"].store.tokens
+    counts = Counter(tokens.upos)
+    for layer, g in pt.groupby("layer"):
+        assert dict(zip(g.tag, g.n)) == dict(counts)
+        overall = df[(df.layer == layer) & (df.metric == "accuracy")].value.item()
+        assert (g.n * g.accuracy).sum() / g.n.sum() == pytest.approx(overall, abs=1e-12)
+
+
+def test_baselines_equal_hand_computed_fractions(pos_parts):
+    p = pos_parts
+    out = tagging_baselines("upos", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS)
+    got = frame(out.rows).set_index("layer")["value"]
+    train_tags = p["train"].store.tokens.upos
+    test = p["test"].store.tokens
+    majority = Counter(train_tags).most_common(1)[0][0]
+    assert majority == "NOUN"
+    assert got["majority"] == pytest.approx((test.upos == majority).mean(), abs=1e-15)
+    # each word has one tag, so the most frequent tag is right for every word seen in training; unseen
+    # words (w50..w59, never in the training vocabulary) get the majority tag
+    seen = set(p["train"].store.tokens.word)
+    expected = np.where(test.word.isin(seen), True, test.upos == majority).mean()
+    assert (~test.word.isin(seen)).any()
+    assert got["most-frequent-tag"] == pytest.approx(expected, abs=1e-15)
+    assert set(frame(out.rows).encoder) == {"baseline"}
+
+
+def test_without_dev_every_tenth_training_sentence_is_held_out(pos_parts):
+    p = pos_parts
+    settings = ProbeSettings(Cs=(1.0,), max_iter=20, seeds=(0,), n_boot=20, control=False, mix=False, concat=False)
+    out = tagging_probes("upos", "fake", p["train"], None, [p["test"]], column_labels("upos"), settings)
+    note = out.probes[0]
+    offsets = p["train"].store.offsets
+    dev_tokens = sum(offsets[i + 1] - offsets[i] for i in range(DEV_EVERY - 1, len(offsets) - 1, DEV_EVERY))
+    assert note["n_dev"] == dev_tokens and note["n_train"] + note["n_dev"] == len(p["train"].store)
+    rows = np.arange(len(p["train"].store))
+    train, dev = holdout_dev(p["train"].store, rows)
+    assert len(dev) == dev_tokens and not set(train) & set(dev)
+
+
+def test_no_labelled_tokens_is_a_clear_error(pos_parts):
+    p = pos_parts
+    with pytest.raises(TaskError, match=r"task 'xpos': synth/train has no labelled tokens .*'xpos'"):
+        tagging_probes("xpos", "fake", p["train"], p["dev"], [p["test"]], column_labels("xpos"), SETTINGS)
+
+
+# ----------------------------------------------------------------------------- word sense
+
+INV = inventory("bundled")
+BANK = INV.senses("bank", "n")
+RIVER_BANK, MONEY_BANK = "bank%1:17:01::", "bank%1:14:00::"  # sloping land (noun.object); institution (noun.group)
+
+
+class ContextEncoder:
+    """Layer 0: a vector per word type; layer 1: the vector of the previous word (context only)."""
+
+    name = "ctx"
+    layer_names = ["0", "1"]
+    dim = 6
+    fingerprint = hashlib.sha256(b"context-encoder").hexdigest()
+
+    def encode(self, sentences):
+        out = []
+        for words in sentences:
+            word_vecs = np.stack([_rng("w", w).standard_normal(self.dim) for w in words])
+            prev = np.stack([_rng("w", words[i - 1] if i else "<s>").standard_normal(self.dim)
+                             for i in range(len(words))])
+            out.append(np.stack([word_vecs, prev]).astype(np.float32))
+        return out
+
+    def oov_mask(self, words):
+        return np.zeros(len(words), bool)
+
+
+def sense_corpus(split: str, pattern: list[str]) -> Corpus:
+    """One sentence per entry: "the river bank ." (river sense) or "the money bank ." (money sense)."""
+    sents = []
+    for i, kind in enumerate(pattern):
+        key = RIVER_BANK if kind == "river" else MONEY_BANK
+        words = ["the", kind, "bank", "."]
+        sents.append(Sentence(id=f"{split}{i}", doc_id="d0", words=words, upos=["DET", "NOUN", "NOUN", "."],
+                              lemmas=["the", kind, "bank", "."], senses=[(), (), (key,), ()],
+                              instance_ids=[None, None, f"{split}{i}.t0", None]))
+    return Corpus.from_sentences(sents, name="senses", split=split)
+
+
+@pytest.fixture(scope="module")
+def sense_parts(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("sense-stores")
+    enc = ContextEncoder()
+    train = sense_corpus("train", ["money"] * 6 + ["river"] * 4)
+    test = sense_corpus("test", ["river"] * 7 + ["money"] * 3)
+    return {s: Part("senses", s, extract(enc, c, cache_dir=cache, progress=False))
+            for s, c in (("train", train), ("test", test))}
+
+
+def test_bank_senses_are_in_the_bundled_inventory():
+    assert RIVER_BANK in BANK and MONEY_BANK in BANK
+    assert INV.lexname(RIVER_BANK) == "noun.object" and INV.lexname(MONEY_BANK) == "noun.group"
+
+
+def test_1nn_reads_the_sense_from_context(sense_parts):
+    p = sense_parts
+    out = wsd_1nn("wsd-1nn", "ctx", p["train"], [p["test"]], SETTINGS, inventory=INV)
+    f1 = frame(out.rows).set_index("layer")["value"]
+    assert f1["1"] == 1.0  # the previous word separates the senses perfectly
+    # layer 0 is the same vector for every "bank": both centroids tie, and ties go to WordNet order
+    first_seen = next(k for k in BANK if k in (RIVER_BANK, MONEY_BANK))
+    assert f1["0"] == pytest.approx((7 if first_seen == RIVER_BANK else 3) / 10)
+    assert set(frame(out.rows).metric) == {"f1"}
+
+
+def test_wsd_baselines_equal_hand_computed_f1(sense_parts):
+    p = sense_parts
+    out = wsd_baselines("wsd-1nn", p["train"], [p["test"]], SETTINGS, inventory=INV)
+    f1 = frame(out.rows).set_index("layer")["value"]
+    # SemCor MFS: money (6 of 10 training instances), right on 3 of 10 test instances
+    assert f1["semcor-mfs"] == pytest.approx(0.3)
+    # WordNet first sense of bank (n) is the sloping-land sense (river): 7 of 10
+    assert BANK[0] == RIVER_BANK and f1["wn-first-sense"] == pytest.approx(0.7)
+
+
+def test_supersense_labels_are_lexnames_of_the_first_gold_key(sense_parts):
+    tokens = sense_parts["test"].store.tokens
+    labels = supersense_labels(INV)(tokens)
+    expected = [("noun.object" if w == "river" else "noun.group") if s else ""
+                for w, s in zip(tokens.word.shift(1, fill_value=""), tokens.sense)]
+    assert labels.tolist() == expected
+
+
+def test_supersense_probe_on_context_layer(sense_parts):
+    p = sense_parts
+    settings = ProbeSettings(Cs=(10.0,), max_iter=50, seeds=(0,), n_boot=50, mix=False, concat=False)
+    out = tagging_probes("supersense", "ctx", p["train"], None, [p["test"]], supersense_labels(INV), settings)
+    acc = frame(out.rows).query("metric == 'accuracy'").set_index("layer")["value"]
+    assert acc["1"] == 1.0  # the previous word gives the supersense
+    assert acc["0"] == pytest.approx(0.3)  # one vector for all "bank"s: the training majority (group), 3 of 10
