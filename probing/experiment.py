@@ -56,7 +56,9 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -74,6 +76,7 @@ except ModuleNotFoundError:  # Python 3.10
 from probing.encoders import ElmoEncoder, Encoder, RandomElmoEncoder, elmo_options_path, get_encoder
 from probing.results import RESULT_COLUMNS, provenance as run_provenance, write_results
 from probing.tasks import (
+    TAGGING_BASELINES,
     WSD_BASELINES,
     Part,
     ProbeSettings,
@@ -88,11 +91,11 @@ from probing.tasks import (
 
 ENCODER_KINDS = ("elmo", "random-elmo", "glove")
 TASK_KINDS = ("tagging", "supersense", "wsd-1nn")
-TAGGING_BASELINES = ("majority", "most-frequent-tag")
 WORDNET_KINDS = ("auto", "nltk", "bundled")
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed"]
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
+PARTIAL_DIR = ".partial"  # finished jobs of an unfinished run, reused when it is run again
 
 
 class ExperimentError(ValueError):
@@ -274,8 +277,8 @@ class _Table:
         return tuple(float(x) for x in value) if isinstance(value, list) else value
 
     def string_list(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None) -> Any:
-        expected = "a list of strings" + (f" from {', '.join(repr(c) for c in choices)}" if choices else "")
-        value = self.get(key, expected, lambda v: isinstance(v, list) and all(
+        expected = "a non-empty list of strings" + (f" from {', '.join(repr(c) for c in choices)}" if choices else "")
+        value = self.get(key, expected, lambda v: isinstance(v, list) and len(v) > 0 and all(
             isinstance(x, str) and (choices is None or x in choices) for x in v), default)
         return tuple(value) if isinstance(value, list) else value
 
@@ -560,38 +563,40 @@ class _Run:
         return parts
 
 
-def _run_task(run: _Run, task: TaskSpec, tell: Callable[[str], None]) -> TaskOutput:
-    settings = run.exp.probe
-    encoders = list(task.encoders or run.encoders)
-    out = TaskOutput()
-    inventory = None
-    if task.kind in ("supersense", "wsd-1nn"):
-        from probing.wordnet import inventory as wordnet_inventory
+def _inventory(task: TaskSpec):
+    if task.kind == "tagging":
+        return None
+    from probing.wordnet import inventory
 
-        inventory = wordnet_inventory(task.wordnet)
-    labels = (column_labels(task.label) if task.kind == "tagging" else supersense_labels(inventory))
-    for i, enc in enumerate(encoders):
-        train = run.part(enc, task.train)
-        dev = run.part(enc, task.dev) if task.dev else None
-        tests = run.tests(task, enc)
-        if not tests:
-            return out
-        t0 = time.time()
-        if task.kind == "wsd-1nn":
-            out.extend(wsd_1nn(task.name, enc, train, tests, settings, inventory=inventory, metric=task.metric,
-                               progress=tell))
-            if i == 0 and task.baselines:
-                out.extend(wsd_baselines(task.name, train, tests, settings, inventory=inventory,
-                                         which=task.baselines))
-        else:
-            out.extend(tagging_probes(task.name, enc, train, dev, tests, labels, settings, progress=tell))
-            if i == 0 and task.baselines:
-                base = tagging_baselines(task.name, train, dev, tests, labels, settings)
-                base.rows = [r for r in base.rows if r["layer"] in task.baselines]
-                base.per_tag = [r for r in base.per_tag if r["layer"] in task.baselines]
-                out.extend(base)
-        run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
+    return inventory(task.wordnet)
+
+
+def _job(task: TaskSpec, enc: str, train: Part, dev: Part | None, tests: list[Part], settings: ProbeSettings,
+         with_baselines: bool, tell: Callable[[str], None]) -> TaskOutput:
+    """One encoder's probes for one task (and the task's baselines, once, with its first encoder)."""
+    inventory = _inventory(task)
+    out = TaskOutput()
+    if task.kind == "wsd-1nn":
+        out.extend(wsd_1nn(task.name, enc, train, tests, settings, inventory=inventory, metric=task.metric,
+                           progress=tell))
+        if with_baselines and task.baselines:
+            out.extend(wsd_baselines(task.name, train, tests, settings, inventory=inventory, which=task.baselines))
+        return out
+    labels = column_labels(task.label) if task.kind == "tagging" else supersense_labels(inventory)
+    out.extend(tagging_probes(task.name, enc, train, dev, tests, labels, settings, progress=tell))
+    if with_baselines and task.baselines:
+        out.extend(tagging_baselines(task.name, train, dev, tests, labels, settings, which=task.baselines))
     return out
+
+
+def _job_key(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool) -> str:
+    """Identity of a job's inputs: a finished job of an interrupted run is reused only if all of them match."""
+    import probing
+
+    spec = next(t for t in exp.to_dict()["tasks"] if t["name"] == task.name and t["kind"] == task.kind)
+    payload = {"version": probing.__version__, "task": spec, "encoder": enc, "baselines": with_baselines,
+               "stores": [p.store.key for p in parts], "settings": exp.probe.to_dict()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True) -> Results:
@@ -603,11 +608,29 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     out_dir = Path(out_dir)
     run = _Run(exp, progress)
     total = TaskOutput()
-    jobs = [(t, e) for t in exp.tasks for e in (t.encoders or run.encoders)]
+    partial = out_dir / PARTIAL_DIR
+    resumed = []
+    jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
     bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
-    for task in exp.tasks:
-        total.extend(_run_task(run, task, lambda msg: bar.set_postfix_str(msg, refresh=True)))
-        bar.update(len(task.encoders or run.encoders))
+    for task, enc, first in jobs:
+        train = run.part(enc, task.train)
+        dev = run.part(enc, task.dev) if task.dev else None
+        tests = run.tests(task, enc)
+        bar.update(1)
+        if not tests:
+            continue
+        path = partial / f"{_job_key(exp, task, enc, [train, dev, *tests] if dev else [train, *tests], first)}.json"
+        if path.is_file():
+            out = TaskOutput(**json.loads(path.read_text(encoding="utf-8")))
+            resumed.append(f"{task.name}/{enc}")
+        else:
+            t0 = time.time()
+            out = _job(task, enc, train, dev, tests, exp.probe, first,
+                       lambda msg: bar.set_postfix_str(msg, refresh=True))
+            run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
+            with atomic_open(path, "w", encoding="utf-8") as f:
+                json.dump(out.__dict__, f)
+        total.extend(out)
     bar.close()
 
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
@@ -627,12 +650,14 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         seeds=list(exp.probe.seeds),
         probes=total.probes,
         skipped=run.skipped,
+        resumed=resumed,
         timings=run.timings,
     )
     write_results(results, out_dir, prov)
     for name, table in (("mix_weights.csv", mix), ("per_tag.csv", per_tag)):
         with atomic_open(out_dir / name, "w", newline="", encoding="utf-8") as f:
             table.to_csv(f, index=False)
+    shutil.rmtree(partial, ignore_errors=True)
     res = Results(results=results, mix_weights=mix, per_tag=per_tag, provenance=prov,
                   stores={f"{enc}/{ref}": p.store for (enc, ref), p in run.parts.items()}, out_dir=out_dir)
     if progress:

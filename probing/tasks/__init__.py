@@ -2,7 +2,13 @@
 control tasks and baselines, and 1-NN word-sense disambiguation with its baselines."""
 
 from probing.tasks.common import BASELINE_ENCODER, Part, ProbeSettings, TaskError, TaskOutput
-from probing.tasks.tagging import column_labels, supersense_labels, tagging_baselines, tagging_probes
+from probing.tasks.tagging import (
+    TAGGING_BASELINES,
+    column_labels,
+    supersense_labels,
+    tagging_baselines,
+    tagging_probes,
+)
 from probing.tasks.wsd import WSD_BASELINES, wsd_1nn, wsd_baselines
 
 __all__ = [
@@ -11,6 +17,7 @@ __all__ = [
     "ProbeSettings",
     "TaskError",
     "TaskOutput",
+    "TAGGING_BASELINES",
     "WSD_BASELINES",
     "column_labels",
     "supersense_labels",

@@ -35,6 +35,7 @@ from probing.tasks.common import (
 )
 
 LabelFn = Callable[[pd.DataFrame], np.ndarray]
+TAGGING_BASELINES = ("majority", "most-frequent-tag")
 
 
 def column_labels(column: str) -> LabelFn:
@@ -257,13 +258,18 @@ def _control(task: str, encoder: str, layer: str, tr: Items, dv: Items, X_tr, X_
 
 
 def tagging_baselines(task: str, train: Part, dev: Part | None, tests: Sequence[Part], labels: LabelFn,
-                      settings: ProbeSettings) -> TaskOutput:
+                      settings: ProbeSettings, *, which: Sequence[str] = TAGGING_BASELINES) -> TaskOutput:
     """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
     same training items as the probes; rows with encoder ``baseline``."""
+    unknown = sorted(set(which) - set(TAGGING_BASELINES))
+    if unknown:
+        raise TaskError(f"task {task!r}: unknown tagging baseline(s) {unknown}; known: {list(TAGGING_BASELINES)}")
     tr, _ = train_dev(train, dev, labels, task)
     out = TaskOutput()
     seed = settings.seeds[0]
-    for layer, model in (("majority", MajorityBaseline()), ("most-frequent-tag", MostFrequentTagBaseline())):
+    models = {"majority": MajorityBaseline, "most-frequent-tag": MostFrequentTagBaseline}
+    for layer in which:
+        model = models[layer]()
         model.fit(tr.words.tolist(), tr.y)
         for part in tests:
             it = items(part, labels, task)

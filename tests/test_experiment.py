@@ -1,0 +1,299 @@
+"""The TOML experiment end to end on tiny slices of the bundled demo data with the fixture ELMo
+(tests/fixtures/elmo_allennlp, Apache-2.0) and the tiny GloVe fixture; then a second run that must be a
+pure cache hit; then validation errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import probing.elmo.elmo as elmo_module
+from probing.corpora import load
+from probing.experiment import ExperimentError, load_experiment, parse_experiment, run_experiment
+from probing.results import RESULT_COLUMNS, read_provenance, read_results
+
+FIX = Path(__file__).parent / "fixtures"
+N = 30  # sentences per split
+
+TOML = f"""
+[experiment]
+name = "tiny"
+seeds = [0, 1]
+bootstrap = 100
+cache_dir = "cache"
+max_sentences = {N}
+
+[probe]
+C = [1.0]
+max_iter = 30
+mix_max_iter = 30
+
+[[encoders]]
+name = "elmo"
+kind = "elmo"
+options = "model/options.json"
+weights = "model/weights.hdf5"
+
+[[encoders]]
+name = "random-elmo"
+kind = "random-elmo"
+options = "model/options.json"
+seed = 0
+
+[[encoders]]
+name = "glove"
+kind = "glove"
+vectors = "tiny.glove.txt"
+
+[[tasks]]
+name = "upos"
+kind = "tagging"
+label = "upos"
+train = "demo-ud:train"
+dev = "demo-ud:dev"
+test = ["demo-ud:test"]
+
+[[tasks]]
+name = "wsd-1nn"
+kind = "wsd-1nn"
+train = "demo-semcor:train"
+test = ["demo-semcor:test", "senseval2:test"]
+skip_missing = true
+wordnet = "bundled"
+encoders = ["elmo"]
+
+[[tasks]]
+name = "supersense"
+kind = "supersense"
+train = "demo-semcor:train"
+test = ["demo-semcor:test"]
+wordnet = "bundled"
+encoders = ["elmo", "glove"]
+"""
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A folder with the experiment file, a copy of the fixture model and the GloVe fixture; the first run."""
+    root = tmp_path_factory.mktemp("exp")
+    (root / "model").mkdir()
+    shutil.copy(FIX / "elmo_allennlp" / "options.json", root / "model" / "options.json")
+    shutil.copy(FIX / "elmo_allennlp" / "lm_weights.hdf5", root / "model" / "weights.hdf5")
+    shutil.copy(FIX / "glove" / "tiny.glove.txt", root / "tiny.glove.txt")
+    (root / "exp.toml").write_text(TOML)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROBING_CACHE", str(root / "probing-cache"))
+        mp.delenv("PROBING_DATA", raising=False)  # senseval2 must not be found: it is skipped
+        exp = load_experiment(root / "exp.toml")
+        res = run_experiment(exp, root / "out", progress=False)
+    return root, exp, res
+
+
+def test_results_files_and_contract(setup):
+    root, _, res = setup
+    df = read_results(root / "out")
+    assert list(pd.read_csv(root / "out" / "results.csv").columns) == RESULT_COLUMNS
+    pd.testing.assert_frame_equal(df, res.results.reset_index(drop=True), check_dtype=False)
+    frac = df[df.metric != "selectivity"]
+    assert ((frac.value >= 0) & (frac.value <= 1)).all(), "scores are fractions, not percent"
+    has_ci = df.ci_low.notna()
+    assert has_ci.all()  # every score has a bootstrap CI
+    assert ((df.ci_low <= df.value) & (df.value <= df.ci_high)).all()
+    keys = ["task", "dataset", "split", "encoder", "layer", "metric", "seed"]
+    assert not df.duplicated(keys).any()
+
+
+def test_expected_rows_for_every_task_encoder_and_layer(setup):
+    df = setup[2].results
+    acc = df[df.metric == "accuracy"]
+    layers = {"0", "1", "2", "mix", "concat"}
+    for enc in ("elmo", "random-elmo"):
+        assert set(acc[(acc.task == "upos") & (acc.encoder == enc)].layer) == layers
+        # control tasks for every single layer, one per seed
+        ctrl = df[(df.task == "upos") & (df.encoder == enc) & (df.metric == "control-accuracy")]
+        assert sorted(zip(ctrl.layer, ctrl.seed)) == [(layer, s) for layer in "012" for s in (0, 1)]
+    assert set(acc[(acc.task == "upos") & (acc.encoder == "glove")].layer) == {"glove"}
+    assert set(acc[(acc.task == "upos") & (acc.encoder == "baseline")].layer) == {"majority", "most-frequent-tag"}
+    wsd = df[df.task == "wsd-1nn"]
+    assert set(wsd.metric) == {"f1"} and set(wsd.dataset) == {"demo-semcor"}
+    assert set(zip(wsd.encoder, wsd.layer)) == {("elmo", "0"), ("elmo", "1"), ("elmo", "2"),
+                                                ("baseline", "wn-first-sense"), ("baseline", "semcor-mfs")}
+    sup = df[(df.task == "supersense") & (df.metric == "accuracy")]
+    assert set(sup.encoder) == {"elmo", "glove", "baseline"}
+
+
+def test_selectivity_is_accuracy_minus_control_exactly(setup):
+    root = setup[0]
+    df = read_results(root / "out")  # through the CSV: floats round-trip exactly
+    sel = df[df.metric == "selectivity"]
+    assert len(sel) > 0
+    for r in sel.itertuples():
+        same = df[(df.task == r.task) & (df.dataset == r.dataset) & (df.encoder == r.encoder) & (df.layer == r.layer)]
+        acc = same[same.metric == "accuracy"].value.item()  # the deterministic probe: one row
+        ctrl = same[(same.metric == "control-accuracy") & (same.seed == r.seed)].value.item()
+        assert r.value == acc - ctrl
+
+
+def test_majority_baseline_is_the_hand_computed_fraction(setup):
+    df = setup[2].results
+    train = [t for s in load("demo-ud", "train").head(N) for t in s.upos]
+    test = [t for s in load("demo-ud", "test").head(N) for t in s.upos]
+    majority = Counter(train).most_common(1)[0][0]
+    want = sum(t == majority for t in test) / len(test)
+    got = df[(df.task == "upos") & (df.layer == "majority")].value.item()
+    assert got == pytest.approx(want, abs=1e-15), (majority, got, want)
+
+
+def test_glove_oov_is_counted(setup):
+    df = setup[2].results
+    vocab = {line.split()[0] for line in (FIX / "glove" / "tiny.glove.txt").read_text().splitlines()}
+    words = [w for s in load("demo-ud", "test").head(N) for w in s.words]
+    want = sum(w.lower() not in vocab for w in words) / len(words)
+    oov = df[df.metric == "oov-rate"]
+    assert set(oov.encoder) == {"glove"}  # character ELMo has no OOV
+    got = oov[oov.task == "upos"].value.item()
+    assert got == pytest.approx(want, abs=1e-15) and got > 0.5  # the fixture knows only 27 words
+
+
+def test_side_tables_and_provenance(setup):
+    root, exp, res = setup
+    mix = pd.read_csv(root / "out" / "mix_weights.csv")
+    assert list(mix.columns)[:4] == ["task", "dataset", "encoder", "layer"] and "weight" in mix.columns
+    sums = mix.groupby(["task", "encoder", "seed"]).weight.sum()
+    assert np.allclose(sums, 1.0) and set(mix.encoder) == {"elmo", "random-elmo"}
+    per_tag = pd.read_csv(root / "out" / "per_tag.csv", keep_default_na=False)
+    assert {"task", "encoder", "layer", "tag", "n", "accuracy"} <= set(per_tag.columns)
+    # per-tag counts are the test tags, the same for every probe
+    test_tags = Counter(t for s in load("demo-ud", "test").head(N) for t in s.upos)
+    upos = per_tag[(per_tag.task == "upos") & (per_tag.encoder == "elmo") & (per_tag.layer == "1")]
+    assert dict(zip(upos.tag, upos.n)) == dict(test_tags)
+
+    prov = read_provenance(root / "out")
+    assert prov == json.loads(json.dumps(res.provenance, default=str))
+    assert prov["seeds"] == [0, 1] and prov["probe"]["Cs"] == [1.0] and prov["probe"]["n_boot"] == 100
+    assert prov["encoders"]["elmo"]["fingerprint"] == exp.encoders[0].build().fingerprint
+    assert prov["torch"] and prov["numpy"] and prov["timings"]["total"] > 0
+    store = prov["stores"]["elmo/demo-ud:train"]
+    assert store["n_sentences"] == N and len(store["corpus_fingerprint"]) == 64
+    assert store["corpus_fingerprint"] == load("demo-ud", "train").head(N).fingerprint()
+    assert [s["data"] for s in prov["skipped"]] == ["senseval2:test"]
+    assert "[[tasks]]" in prov["experiment_toml"]
+    assert {p["layer"] for p in prov["probes"] if p["task"] == "upos" and p["encoder"] == "elmo"} == \
+        {"0", "1", "2", "mix", "concat"}
+
+
+def test_results_object(setup):
+    res = setup[2]
+    summary = res.summary()
+    # percent, mean over seeds: the upos layer-1 cell is 100 x the accuracy row
+    row = res.results.query("task == 'upos' and encoder == 'elmo' and layer == '1' and metric == 'accuracy'")
+    assert summary.loc[("upos", "demo-ud", "test", "elmo"), "1"] == round(row.value.item() * 100, 1)
+    assert list(summary.columns[:5]) == ["0", "1", "2", "mix", "concat"]
+    assert "<table" in res._repr_html_()
+    assert set(res.stores) >= {"elmo/demo-ud:train", "glove/demo-semcor:test"}
+    assert res.stores["elmo/demo-ud:test"].n_sentences == N
+
+
+def test_second_run_is_a_cache_hit_and_builds_no_model(setup, monkeypatch):
+    root, exp, first = setup
+    monkeypatch.setenv("PROBING_CACHE", str(root / "probing-cache"))
+    monkeypatch.delenv("PROBING_DATA", raising=False)
+
+    def boom(self, *args, **kwargs):
+        raise AssertionError("an Elmo model was built on a cache hit")
+
+    monkeypatch.setattr(elmo_module.Elmo, "__init__", boom)
+    second = run_experiment(load_experiment(root / "exp.toml"), root / "out2", progress=False)
+    assert all(s["cache_hit"] for s in second.provenance["stores"].values())
+    assert len(second.provenance["stores"]) == len(first.provenance["stores"]) == 13  # 9 upos + 2 wsd + 2 glove supersense
+    pd.testing.assert_frame_equal(second.results, first.results)  # deterministic, seeds fixed
+
+
+def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
+    root, exp, first = setup
+    monkeypatch.setenv("PROBING_CACHE", str(root / "probing-cache"))
+    monkeypatch.delenv("PROBING_DATA", raising=False)
+    import probing.experiment as experiment
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(experiment, "wsd_1nn", interrupted)  # the 4th job (after 3 upos jobs) is interrupted
+        with pytest.raises(KeyboardInterrupt):
+            run_experiment(exp, root / "out3", progress=False)
+    assert len(list((root / "out3" / ".partial").glob("*.json"))) == 3
+    assert not (root / "out3" / "results.csv").exists()
+    again = run_experiment(exp, root / "out3", progress=False)
+    assert again.provenance["resumed"] == ["upos/elmo", "upos/random-elmo", "upos/glove"]
+    pd.testing.assert_frame_equal(again.results, first.results)
+    pd.testing.assert_frame_equal(again.per_tag, first.per_tag)
+    assert not (root / "out3" / ".partial").exists()  # removed once the run is complete
+
+
+def test_bundled_experiments_validate():
+    default = load_experiment("default")
+    assert [e.name for e in default.encoders] == ["elmo", "random-elmo", "glove"]
+    assert [t.name for t in default.tasks] == ["upos", "xpos", "wsd-1nn", "supersense"]
+    assert {str(r) for t in default.tasks for r in (t.train, *t.test)} <= {
+        "demo-ud:train", "demo-ud:test", "demo-semcor:train", "demo-semcor:test"}
+    assert default.probe.seeds == (0, 1, 2) and default.max_sentences is None
+    quick = load_experiment("default", quick=True)
+    assert quick.max_sentences == 200 and quick.probe.n_boot == 200
+    full = load_experiment("full")
+    assert {t.name for t in full.tasks} == {"upos", "xpos", "ptb", "wsd-1nn", "supersense"}
+
+
+@pytest.mark.parametrize("change, message", [
+    (("max_iter = 30", 'max_iter = "ten"'), r"\[probe\]\.max_iter: expected an integer >= 1, got 'ten'"),
+    (("C = [1.0]", "Cs = [1.0]"), r"\[probe\]: unknown key\(s\) 'Cs'"),
+    (("seeds = [0, 1]", "seeds = [0, 0]"), r"\[experiment\]\.seeds: expected a non-empty list of distinct"),
+    (('kind = "glove"', 'kind = "bert"'), r"encoders\[2\]\.kind: expected one of 'elmo', 'random-elmo', 'glove', "
+                                          r"got 'bert'"),
+    (('train = "demo-ud:train"', 'train = "demo-ud"'), r"tasks\[0\]\.train: expected 'dataset:split'"),
+    (('dev = "demo-ud:dev"', 'dev = "demo-ud:validation"'), r"tasks\[0\]\.dev: dataset 'demo-ud' has no split "
+                                                            r"'validation'; its splits are train, dev, test"),
+    (('test = ["demo-ud:test"]', 'test = ["ewt:test"]'), r"tasks\[0\]\.test\[0\]: unknown dataset 'ewt'"),
+    (('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'), r"tasks\[1\]\.encoders: expected a non-empty list of strings "
+                                                            r"from 'elmo', 'random-elmo', 'glove'"),
+    (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing"),
+    (('weights = "model/weights.hdf5"', 'weights = "model/nope.hdf5"'), r"encoders\[0\]\.weights: expected an "
+                                                                        r"existing file, got '.*nope.hdf5'"),
+    (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
+    (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
+])
+def test_bad_experiment_files_name_the_key(tmp_path, change, message):
+    shutil.copytree(FIX / "elmo_allennlp", tmp_path / "model")
+    shutil.copy(tmp_path / "model" / "lm_weights.hdf5", tmp_path / "model" / "weights.hdf5")
+    old, new = change
+    assert old in TOML
+    path = tmp_path / "bad.toml"
+    path.write_text(TOML.replace(old, new, 1))
+    with pytest.raises(ExperimentError, match=message) as info:
+        load_experiment(path)
+    assert str(path) in str(info.value)  # the message names the file
+
+
+def test_missing_tasks_and_missing_file(tmp_path):
+    with pytest.raises(ExperimentError, match=r"<string>: tasks: expected a non-empty array of tables"):
+        parse_experiment('[[encoders]]\nkind = "glove"\n')
+    with pytest.raises(FileNotFoundError, match=r"experiment file not found: .*nothing.toml"):
+        load_experiment(tmp_path / "nothing.toml")
+
+
+def test_quick_overrides_apply():
+    text = TOML.replace("[probe]", "[quick]\nmax_sentences = 7\nseeds = [5]\n\n[probe]")
+    text = text.replace("model/options.json", "elmo_allennlp/options.json").replace(
+        "model/weights.hdf5", "elmo_allennlp/lm_weights.hdf5").replace('"tiny.glove.txt"', '"glove/tiny.glove.txt"')
+    exp = parse_experiment(text, base=str(FIX))
+    q = exp.quick()
+    assert (q.max_sentences, q.probe.seeds, q.probe.n_boot) == (7, (5,), 200)  # bootstrap: the quick default
+    assert (exp.max_sentences, exp.probe.seeds) == (N, (0, 1))
+    assert math.isclose(q.probe.Cs[0], 1.0)
