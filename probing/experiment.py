@@ -230,7 +230,8 @@ class _Table:
 
     def fail(self, key: str, expected: str, value: Any = _REQUIRED) -> ExperimentError:
         got = "it is missing" if value is _REQUIRED else f"got {value!r}"
-        return ExperimentError(f"{self.source}: {self.where}{'.' if self.where else ''}{key}: expected {expected}, {got}")
+        where = f"{self.where}.{key}" if self.where else key
+        return ExperimentError(f"{self.source}: {where}: expected {expected}, {got}")
 
     def get(self, key: str, expected: str, check: Callable[[Any], bool], default: Any = _REQUIRED) -> Any:
         self.used.add(key)
@@ -489,12 +490,14 @@ class Results:
         return wide[sorted(wide.columns, key=_layer_key)]
 
     def __repr__(self) -> str:
-        return (f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
-                f"{len(self.stores)} stores, written to {str(self.out_dir)!r})\n{self.summary().to_string()}")
+        head = (f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
+                f"{len(self.stores)} stores, written to {str(self.out_dir)!r})")
+        return f"{head}\n{self.summary().to_string(na_rep='')}"
 
     def _repr_html_(self) -> str:
+        table = self.summary().to_html(na_rep="", float_format="{:.1f}".format)
         return (f"<p><b>Probing results</b>: {len(self.results)} rows in {html.escape(str(self.out_dir))} "
-                f"(scores in percent, mean over seeds)</p>" + self.summary().to_html(na_rep="", float_format="{:.1f}".format))
+                f"(scores in percent, mean over seeds)</p>{table}")
 
 
 def _layer_key(layer: str) -> tuple:

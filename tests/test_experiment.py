@@ -16,7 +16,7 @@ import pytest
 
 import probing.elmo.elmo as elmo_module
 from probing.corpora import load
-from probing.experiment import ExperimentError, load_experiment, parse_experiment, run_experiment
+from probing.experiment import ExperimentError, extract_activations, load_experiment, parse_experiment, run_experiment
 from probing.results import RESULT_COLUMNS, read_provenance, read_results
 
 FIX = Path(__file__).parent / "fixtures"
@@ -212,7 +212,8 @@ def test_second_run_is_a_cache_hit_and_builds_no_model(setup, monkeypatch):
     monkeypatch.setattr(elmo_module.Elmo, "__init__", boom)
     second = run_experiment(load_experiment(root / "exp.toml"), root / "out2", progress=False)
     assert all(s["cache_hit"] for s in second.provenance["stores"].values())
-    assert len(second.provenance["stores"]) == len(first.provenance["stores"]) == 13  # 9 upos + 2 wsd + 2 glove supersense
+    # 9 for upos (3 encoders x 3 splits), 2 for wsd-1nn (elmo), 2 more for supersense (glove)
+    assert len(second.provenance["stores"]) == len(first.provenance["stores"]) == 13
     pd.testing.assert_frame_equal(second.results, first.results)  # deterministic, seeds fixed
 
 
@@ -238,6 +239,24 @@ def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
     assert not (root / "out3" / ".partial").exists()  # removed once the run is complete
 
 
+def test_extract_activations_for_the_cli(tmp_path, monkeypatch):
+    model = tmp_path / "model"
+    shutil.copytree(FIX / "elmo_allennlp", model)  # a folder with options.json and lm_weights.hdf5
+    store = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5,
+                                progress=False)
+    assert store.n_sentences == 5 and store.layer_names == ["0", "1", "2"] and store.dim == 32
+    words = [w for s in load("demo-ud", "dev").head(5) for w in s.words]
+    assert store.tokens.word.tolist() == words
+
+    def boom(self, *args, **kwargs):
+        raise AssertionError("an Elmo model was built on a cache hit")
+
+    monkeypatch.setattr(elmo_module.Elmo, "__init__", boom)
+    again = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5,
+                                progress=False)
+    assert again.path == store.path
+
+
 def test_bundled_experiments_validate():
     default = load_experiment("default")
     assert [e.name for e in default.encoders] == ["elmo", "random-elmo", "glove"]
@@ -261,8 +280,8 @@ def test_bundled_experiments_validate():
     (('dev = "demo-ud:dev"', 'dev = "demo-ud:validation"'), r"tasks\[0\]\.dev: dataset 'demo-ud' has no split "
                                                             r"'validation'; its splits are train, dev, test"),
     (('test = ["demo-ud:test"]', 'test = ["ewt:test"]'), r"tasks\[0\]\.test\[0\]: unknown dataset 'ewt'"),
-    (('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'), r"tasks\[1\]\.encoders: expected a non-empty list of strings "
-                                                            r"from 'elmo', 'random-elmo', 'glove'"),
+    (('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'),
+     r"tasks\[1\]\.encoders: expected a non-empty list of strings from 'elmo', 'random-elmo', 'glove'"),
     (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing"),
     (('weights = "model/weights.hdf5"', 'weights = "model/nope.hdf5"'), r"encoders\[0\]\.weights: expected an "
                                                                         r"existing file, got '.*nope.hdf5'"),

@@ -191,10 +191,29 @@ def test_without_dev_every_tenth_training_sentence_is_held_out(pos_parts):
     assert len(dev) == dev_tokens and not set(train) & set(dev)
 
 
-def test_no_labelled_tokens_is_a_clear_error(pos_parts):
+def test_adam_probes_are_fit_once_per_seed(pos_parts):
+    p = pos_parts
+    settings = ProbeSettings(Cs=(1.0,), max_iter=5, solver="adam", seeds=(0, 1), n_boot=20, mix=False, concat=False)
+    out = tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), settings)
+    df = frame(out.rows)
+    acc = df[(df.metric == "accuracy") & (df.layer == str(K))].set_index("seed").value
+    assert sorted(acc.index) == [0, 1] and (acc > 0.9).all()  # stochastic training: one probe per seed
+    sel = df[(df.metric == "selectivity") & (df.layer == str(K))].set_index("seed").value
+    ctrl = df[(df.metric == "control-accuracy") & (df.layer == str(K))].set_index("seed").value
+    for seed in (0, 1):  # each seed's selectivity uses that seed's probe
+        assert sel[seed] == acc[seed] - ctrl[seed]
+
+
+def test_no_labelled_tokens_or_one_class_is_a_clear_error(pos_parts):
     p = pos_parts
     with pytest.raises(TaskError, match=r"task 'xpos': synth/train has no labelled tokens .*'xpos'"):
         tagging_probes("xpos", "fake", p["train"], p["dev"], [p["test"]], column_labels("xpos"), SETTINGS)
+
+    def only_nouns(tokens):
+        return np.where(tokens["upos"] == "NOUN", "NOUN", "")
+
+    with pytest.raises(TaskError, match=r"task 'nouns': the training items of synth/train all have the label 'NOUN'"):
+        tagging_probes("nouns", "fake", p["train"], p["dev"], [p["test"]], only_nouns, SETTINGS)
 
 
 # ----------------------------------------------------------------------------- word sense

@@ -183,10 +183,16 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
         raise TaskError(f"task {task!r}: no test data")
     layer_names = _check_layers(task, encoder, [train] + ([dev] if dev else []) + tests)
     tr, dv = train_dev(train, dev, labels, task)
+    if len(np.unique(tr.y)) < 2:
+        raise TaskError(f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "
+                        f"{tr.y[0]!r}; a probe needs at least two classes (use more sentences)")
     test_items = [(p, items(p, labels, task)) for p in tests]
     out = TaskOutput()
     note = {"task": task, "encoder": encoder, "train": f"{train.dataset}/{train.split}", "n_train": len(tr.rows),
             "n_dev": len(dv.rows), "dev": f"{dev.dataset}/{dev.split}" if dev else "held out from train"}
+    has_oov = bool(tr.oov.any() or any(it.oov.any() for _, it in test_items))
+    if has_oov:
+        note.update(n_train_oov=int(tr.oov.sum()), n_test_oov=[int(it.oov.sum()) for _, it in test_items])
 
     def load(layer: str) -> tuple:
         return (layer_rows(tr.store, layer, tr.rows), layer_rows(dv.store, layer, dv.rows),
@@ -208,11 +214,10 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
         if settings.control:
             tell(f"{task} {encoder} layer {name}: control tasks")
             _control(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
-        if tr.oov.any() or any(it.oov.any() for _, it in test_items):
-            for (part, it) in test_items:
+        if has_oov:
+            for part, it in test_items:
                 out.rows.append(fraction_row(task, part, encoder, name, "oov-rate", it.oov, it.groups,
                                              settings.seeds[0], settings.n_boot))
-            note["n_train_oov"] = int(tr.oov.sum())
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")
