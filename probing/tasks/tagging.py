@@ -185,7 +185,7 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
     tr, dv = train_dev(train, dev, labels, task)
     if len(np.unique(tr.y)) < 2:
         raise TaskError(f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "
-                        f"{tr.y[0]!r}; a probe needs at least two classes (use more sentences)")
+                        f"{str(tr.y[0])!r}; a probe needs at least two classes (use more sentences)")
     test_items = [(p, items(p, labels, task)) for p in tests]
     out = TaskOutput()
     note = {"task": task, "encoder": encoder, "train": f"{train.dataset}/{train.split}", "n_train": len(tr.rows),
