@@ -247,6 +247,7 @@ sys.path.insert(0, {bench!r})
 def peak():  # VmHWM: this process's own high-water mark (ru_maxrss also counts the parent's RSS at fork)
     hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
     return int(hwm.split()[1]), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import torch  # extract() uses it for the fp16 cast; the baseline loads it too
 from bench_store import SyntheticCorpus, TableEncoder
 from probing.store import extract
 corpus, encoder = SyntheticCorpus({n}), TableEncoder({dim}, {layers})

@@ -162,6 +162,19 @@ def test_plan_batches_and_shard_ranges_on_known_inputs():
     assert [shard_range(np.array([10, 1, 1, 1]), i, 3) for i in range(3)] == [(0, 1), (1, 1), (1, 4)]
 
 
+def test_a_chunk_of_only_empty_sentences_is_stored_and_verified(tmp_path):
+    sentences = [FakeSentence("a", "d", ["the", "cat", "sat"]), FakeSentence("b", "d", []),
+                 FakeSentence("c", "d", [])]
+    corpus, enc = FakeCorpus(sentences), FakeEncoder()
+    # 3 tokens fill chunk 0, so chunk 1 holds the two empty sentences and no rows at all
+    assert plan_chunks(np.array([3, 0, 0]), 3) == [[0, 1, 0, 3], [1, 3, 3, 3]]
+    store = extract(enc, corpus, cache_dir=tmp_path, chunk_tokens=3, batch_tokens=8, progress=False)
+    assert [c["rows"] for c in store.manifest["chunks"]] == [[0, 3], [3, 3]]
+    np.testing.assert_array_equal(store.layer(1), reference_layers(enc, corpus)[1])
+    np.testing.assert_array_equal(store.offsets, [0, 3, 3, 3])
+    store.verify()
+
+
 # -- caching ------------------------------------------------------------------------------------------------
 
 def test_cache_hit_reads_only_encoder_metadata_and_rewrites_nothing(tmp_path):

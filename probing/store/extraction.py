@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import mmap
 import os
 import platform
 import shutil
@@ -81,8 +82,10 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
     keeps the chunk plan it started with, whatever ``chunk_tokens`` says now).
 
     Sentences are encoded in batches of about ``batch_tokens`` (padded) tokens, sorted by length within
-    each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. Peak memory is about two chunk
-    buffers (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus one batch of encoder output.
+    each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. Each chunk is written through a
+    shared memory map of its rows (one copy into the page cache; a writer thread pre-faults the next
+    chunk and flushes and hashes the last one while the encoder runs), so peak memory is about two
+    chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus one batch of encoder output.
 
     ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
     (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
@@ -205,6 +208,45 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
+class _ChunkMap:
+    """Rows ``[r0, r1)`` of every layer file, mapped shared and writable, as ``(rows, dim)`` fp16 views.
+
+    Writing through the mapping lands in the page cache with one copy (no buffer, no pwrite); pages are
+    pre-faulted where the OS allows (``MAP_POPULATE``), so that happens on the writer thread.
+    """
+
+    def __init__(self, fds: list[int], data_offsets: list[int], r0: int, r1: int, dim: int):
+        row_bytes = dim * DTYPE.itemsize
+        self.maps: list[mmap.mmap] = []
+        self.views: list[np.ndarray] = []
+        for fd, data_offset in zip(fds, data_offsets):
+            start = data_offset + r0 * row_bytes
+            if r1 == r0:
+                self.views.append(np.empty((0, dim), dtype=DTYPE))
+                continue
+            aligned = start - start % mmap.ALLOCATIONGRANULARITY
+            m = mmap.mmap(fd, start + (r1 - r0) * row_bytes - aligned,
+                          flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), offset=aligned)
+            self.maps.append(m)
+            self.views.append(np.frombuffer(m, dtype=DTYPE, count=(r1 - r0) * dim, offset=start - aligned)
+                              .reshape(r1 - r0, dim))
+
+    def sync_and_hash(self) -> list[str]:
+        """msync every mapping (data on disk before the journal names it), then sha256 each layer's rows."""
+        for m in self.maps:
+            m.flush()
+        return [hashlib.sha256(memoryview(v.reshape(-1)).cast("B")).hexdigest() for v in self.views]
+
+    def close(self) -> None:
+        self.views = []
+        for m in self.maps:
+            try:
+                m.close()
+            except BufferError:  # a view is still referenced somewhere: unmapped when it is collected
+                pass
+        self.maps = []
+
+
 class _Extraction:
     """One (possibly resumed or repairing) extraction run into ``path``; holds the store lock."""
 
@@ -228,9 +270,7 @@ class _Extraction:
         self._drop_unverified()
         resumed = len(self.journal["done"])
         self._encode_all()
-        t_final = time.perf_counter()
-        store = self._finalize(t_start, t_final, resumed)
-        return store
+        return self._finalize(t_start, time.perf_counter(), resumed)
 
     def _scan(self) -> None:
         """Count words per sentence (one streaming pass) and pick this shard's sentence range."""
@@ -260,20 +300,20 @@ class _Extraction:
     def _stream(self) -> Iterator[Any]:
         """This run's sentences in order, checked against the scan (the corpus must not change meanwhile)."""
         g0, g1 = self.sentences
-        last = -1
-        for last, s in enumerate(self._items()):
-            g = last
-            if g < g0:
-                continue
+        seen = 0
+        for g, s in enumerate(self._items()):
             if g >= g1:
                 return
+            seen = g + 1
+            if g < g0:
+                continue
             if len(s.words) != self.lengths[g - g0]:
                 raise StoreError(
                     f"corpus {self.corpus.name!r} changed during extraction: sentence {g} ({s.id!r}) has "
                     f"{len(s.words)} words, the first pass saw {self.lengths[g - g0]}"
                 )
             yield s
-        if last < g1 - 1:
+        if seen < g1:
             raise StoreError(f"corpus {self.corpus.name!r} changed during extraction: it ended before sentence {g1}")
 
     def _journal_header(self) -> dict:
@@ -307,7 +347,8 @@ class _Extraction:
                 journal = read_json(journal_path)
             except StoreError:
                 journal = {}
-            if all(journal.get(k) == v for k, v in header.items()) and self._plan_ok(journal.get("chunks")):
+            shaped = all(isinstance(journal.get(k), dict) for k in ("done", "parts", "timings"))
+            if shaped and all(journal.get(k) == v for k, v in header.items()) and self._plan_ok(journal.get("chunks")):
                 self.journal = journal
                 return
             if self.progress:
@@ -380,20 +421,20 @@ class _Extraction:
 
         chunks, done, parts = self.journal["chunks"], self.journal["done"], self.journal["parts"]
         done_tokens = sum(chunks[int(c)][3] - chunks[int(c)][2] for c in done)
-        max_rows = max(c[3] - c[2] for c in chunks)
-        shape = (len(self.files), max_rows, self.dim)
-        buffers = [None, None]
-        toggle = 0
+        todo = [c for c in range(len(chunks)) if str(c) not in done]
+        rank = {c: i for i, c in enumerate(todo)}
         self.run_encode_s = self.run_write_s = 0.0
         self.run_tokens = 0
         t0 = time.perf_counter()
         bar = tqdm(total=self.n_tokens, initial=done_tokens, unit="tok", unit_scale=True, dynamic_ncols=True,
                    desc=f"{self.encoder.name} on {self.corpus.name}/{self.corpus.split}", disable=not self.progress)
         stream = self._stream()
-        fds = [os.open(self.path / f, os.O_WRONLY) for f in self.files]
-        inflight: Future | None = None
+        fds = [os.open(self.path / f, os.O_RDWR) for f in self.files]
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer") as pool:
+                # the writer maps (and pre-faults) the next chunk's rows while the encoder runs
+                next_map = pool.submit(self._map_chunk, todo[0], fds) if todo else None
+                committed: Future | None = None
                 for c, (s0, s1, r0, r1) in enumerate(chunks):
                     need_arrays, need_tokens = str(c) not in done, str(c) not in parts
                     if not need_arrays and not need_tokens:
@@ -401,38 +442,44 @@ class _Extraction:
                             next(stream)
                         continue
                     sentences = [next(stream) for _ in range(s1 - s0)]
-                    buf = None
+                    cmap = None
                     if need_arrays:
-                        if buffers[toggle] is None:
-                            buffers[toggle] = np.empty(shape, dtype=DTYPE)
-                        buf = buffers[toggle]
-                        toggle ^= 1
-                        self._encode_chunk(buf, sentences, bar)
+                        cmap = self._encode_chunk(next_map, sentences, bar)
                         self.run_tokens += r1 - r0
+                        later = todo[rank[c] + 1:]
                     table = token_table(sentences, self.encoder) if need_tokens else None
-                    if inflight is not None:
-                        inflight.result()
-                    inflight = pool.submit(self._commit, c, buf, table, fds)
-                if inflight is not None:
-                    inflight.result()
+                    if committed is not None:
+                        committed.result()
+                    committed = pool.submit(self._commit, c, cmap, table)
+                    if need_arrays:
+                        next_map = pool.submit(self._map_chunk, later[0], fds) if later else None
+                if committed is not None:
+                    committed.result()
         finally:
             for fd in fds:
                 os.close(fd)
             bar.close()
         self.loop_s = time.perf_counter() - t0
 
-    def _encode_chunk(self, buf: np.ndarray, sentences: list, bar: Any) -> None:
-        """Fill ``buf[:, :rows]`` with the chunk's activations, encoding length-sorted batches."""
+    def _map_chunk(self, c: int, fds: list[int]) -> "_ChunkMap":
+        r0, r1 = self.journal["chunks"][c][2:]
+        return _ChunkMap(fds, self.data_offsets, r0, r1, self.dim)
+
+    def _encode_chunk(self, cmap: Future, sentences: list, bar: Any) -> "_ChunkMap":
+        """Encode the chunk's sentences in length-sorted batches straight into its mapped rows."""
         lengths = [len(s.words) for s in sentences]
         starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         n_layers = len(self.files)
-        tbuf = _as_tensor(buf)
+        chunk_map = targets = None
         for batch in length_batches(lengths, self.batch_tokens):
             t0 = time.perf_counter()
             outs = self.encoder.encode([list(sentences[j].words) for j in batch])
             self.run_encode_s += time.perf_counter() - t0
             if len(outs) != len(batch):
                 raise StoreError(f"encoder {self.encoder.name!r} returned {len(outs)} arrays for {len(batch)} sentences")
+            if targets is None:
+                chunk_map = cmap.result()
+                targets = [_as_tensor(v) for v in chunk_map.views]
             for j, out in zip(batch, outs):
                 out = np.asarray(out)
                 want = (n_layers, lengths[j], self.dim)
@@ -448,32 +495,25 @@ class _Extraction:
                         f"encoder {self.encoder.name!r} returned {what} for sentence {sentences[j].id!r}; "
                         f"the store keeps fp16 (|x| <= {FP16_MAX:g})"
                     )
-                # torch casts float32 -> fp16 into the strided slot ~15x faster than numpy does
-                tbuf[:, starts[j]:starts[j + 1], :].copy_(_as_tensor(out))
+                src = _as_tensor(out)
+                for layer, target in enumerate(targets):  # torch casts to fp16 ~15x faster than numpy
+                    target[starts[j]:starts[j + 1]].copy_(src[layer])
             bar.update(sum(lengths[j] for j in batch))
+        return chunk_map if chunk_map is not None else cmap.result()
 
-    def _commit(self, c: int, buf: np.ndarray | None, table: Any, fds: list[int]) -> None:
-        """Write chunk ``c`` (arrays and/or token part), fsync, then record it in the journal atomically."""
+    def _commit(self, c: int, cmap: "_ChunkMap | None", table: Any) -> None:
+        """Flush chunk ``c``'s rows and/or write its token part, then record it in the journal atomically."""
         t0 = time.perf_counter()
-        s0, s1, r0, r1 = self.journal["chunks"][c]
-        row_bytes = self.dim * DTYPE.itemsize
-        if buf is not None:
-            hashes = {}
-            for layer, (fd, name, off) in enumerate(zip(fds, self.files, self.data_offsets)):
-                view = memoryview(np.ascontiguousarray(buf[layer, : r1 - r0])).cast("B")
-                pos = 0
-                while pos < len(view):
-                    pos += os.pwrite(fd, view[pos:], off + r0 * row_bytes + pos)
-                hashes[name] = hashlib.sha256(view).hexdigest()
-            for fd in fds:
-                os.fsync(fd)
+        if cmap is not None:
+            hashes = dict(zip(self.files, cmap.sync_and_hash()))
+            cmap.close()
         if table is not None:
             part = self.path / token_part_file(c)
             part.parent.mkdir(exist_ok=True)
             with atomic_path(part) as tmp:
                 write_part(table, tmp)
                 part_hash = sha256_file(tmp)
-        if buf is not None:
+        if cmap is not None:
             self.journal["done"][str(c)] = hashes
         if table is not None:
             self.journal["parts"][str(c)] = part_hash
