@@ -1,0 +1,260 @@
+"""LinearProbe / ScalarMixProbe / select_l2 against sklearn and known answers."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from probing.probes.linear import LinearProbe, ScalarMixProbe, concat_layers, select_l2
+
+
+def objective(X, y_idx, coef, intercept, C):
+    """sklearn's LogisticRegression objective divided by C n, in float64."""
+    z = X.astype(np.float64) @ coef.T + intercept
+    if z.shape[1] == 1:
+        z = np.column_stack([np.zeros(len(z)), z[:, 0]])
+    nll = logsumexp(z, axis=1) - z[np.arange(len(z)), y_idx]
+    return nll.mean() + np.sum(coef**2) / (2 * C * len(X))
+
+
+def sk_fit(X, y, C, solver="lbfgs", **kw):
+    """High-precision sklearn reference (float64, tol 1e-10)."""
+    return LogisticRegression(C=C, tol=1e-10, max_iter=10000, solver=solver, **kw).fit(X.astype(np.float64), y)
+
+
+def rel_diff(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+def _five_classes(scales, offsets):
+    X, y = make_classification(
+        n_samples=1500, n_features=30, n_informative=12, n_redundant=0, n_classes=5,
+        n_clusters_per_class=1, class_sep=0.8, random_state=0,
+    )
+    X = (X * scales + offsets).astype(np.float32)
+    return X[:1200], y[:1200], X[1200:], y[1200:]
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    """Mildly scaled features: sklearn's lbfgs converges to 1e-10 in ~200 iterations."""
+    return _five_classes(np.linspace(0.5, 3, 30), np.linspace(-1, 2, 30))
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    """Scales from 0.1 to 20 and offsets up to 50, like activations with a few huge dimensions."""
+    return _five_classes(np.linspace(0.1, 20, 30), np.linspace(-5, 50, 30))
+
+
+def _assert_same_solution(ours, sk, X, y, Xt, yt, C, coef_tol):
+    # Same objective, same C: same solution. Accuracy within 0.3 points (the brief's bound).
+    assert abs(ours.score(X, y) - sk.score(X, y)) <= 0.003
+    assert abs(ours.score(Xt, yt) - sk.score(Xt, yt)) <= 0.003
+    assert rel_diff(ours.coef_, sk.coef_) < coef_tol
+    assert np.allclose(ours.intercept_, sk.intercept_, atol=coef_tol * np.abs(sk.intercept_).max())
+    f_ours, f_sk = (objective(X, y, m.coef_, m.intercept_, C) for m in (ours, sk))
+    assert f_ours - f_sk < 1e-7, (f_ours, f_sk)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0])
+def test_matches_sklearn_lbfgs(multiclass, C):
+    X, y, Xt, yt = multiclass
+    sk = sk_fit(X, y, C)
+    ours = LinearProbe(C=C, tol=1e-7, max_iter=2000).fit(X, y)
+    # coefficients within 1e-3 relative (measured ~1e-4; the problem is well conditioned)
+    _assert_same_solution(ours, sk, X, y, Xt, yt, C, 1e-3)
+
+
+@pytest.mark.parametrize("precondition", ["whiten", "standardize"])
+def test_matches_sklearn_on_uneven_scales(uneven, precondition):
+    # sklearn's lbfgs needs >5000 iterations here; its Newton solver minimises the same objective
+    # exactly in 6 steps, so it is the reference. Both our preconditioners must reach it.
+    X, y, Xt, yt = uneven
+    sk = sk_fit(X, y, 1.0, solver="newton-cholesky")
+    ours = LinearProbe(C=1.0, tol=1e-7, max_iter=3000, precondition=precondition).fit(X, y)
+    _assert_same_solution(ours, sk, X, y, Xt, yt, 1.0, 1e-3)
+
+
+def test_matches_sklearn_digits():
+    X, y = load_digits(return_X_y=True)  # 1797 x 64 pixels, several constant, near-collinear
+    X = X.astype(np.float32)
+    sk = sk_fit(X, y, 0.05, solver="newton-cholesky")
+    ours = LinearProbe(C=0.05, tol=1e-6, max_iter=3000).fit(X, y)
+    assert abs(ours.score(X, y) - sk.score(X, y)) <= 0.003
+    assert rel_diff(ours.coef_, sk.coef_) < 2e-3  # measured 4e-4
+    const = X.std(0) == 0
+    assert np.abs(ours.coef_[:, const]).max() < 1e-6 * np.abs(ours.coef_).max()  # no signal there
+
+
+def test_binary_string_labels_match_sklearn():
+    X, y = make_classification(n_samples=800, n_features=12, n_redundant=0, random_state=3)
+    labels = np.array(["NOUN", "VERB"])[y]
+    sk = sk_fit(X, labels, 0.5)
+    ours = LinearProbe(C=0.5, tol=1e-7).fit(X.astype(np.float32), labels)
+    assert ours.coef_.shape == (1, 12)  # one logit for two classes, as sklearn
+    assert list(ours.classes_) == ["NOUN", "VERB"]
+    assert rel_diff(ours.coef_, sk.coef_) < 1e-4
+    assert np.array_equal(ours.predict(X), sk.predict(X))
+    assert np.allclose(ours.predict_proba(X), sk.predict_proba(X), atol=1e-4)
+
+
+def test_no_intercept_matches_sklearn(multiclass):
+    X, y, _, _ = multiclass
+    X = X[:, :10] + 0.5  # an offset the model must live with
+    sk = sk_fit(X, y, 1.0, fit_intercept=False)
+    ours = LinearProbe(C=1.0, tol=1e-7, max_iter=2000, fit_intercept=False).fit(X, y)
+    assert np.all(ours.intercept_ == 0)
+    assert rel_diff(ours.coef_, sk.coef_) < 1e-4
+
+
+def test_fp16_memmap_and_chunking(tmp_path, multiclass):
+    X, y, Xt, _ = multiclass
+    path = tmp_path / "layer.f16"
+    mm = np.memmap(path, dtype=np.float16, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    ro = np.memmap(path, dtype=np.float16, mode="r", shape=X.shape)
+    a = LinearProbe(C=1.0, tol=1e-7, max_iter=1000, chunk_rows=97).fit(ro, y)
+    b = LinearProbe(C=1.0, tol=1e-7, max_iter=1000).fit(np.asarray(ro, dtype=np.float32), y)
+    # Same data (the fp16 values), different chunking and input dtype: same solution, up to where
+    # within tol each run stops (chunked fp32 sums give slightly different preconditioners).
+    assert rel_diff(a.coef_, b.coef_) < 1e-3
+    assert np.array_equal(a.predict(ro), b.predict(ro))
+    assert np.array_equal(a.predict(Xt.astype(np.float16)), b.predict(Xt.astype(np.float16)))
+
+
+def test_probabilities_consistent(multiclass):
+    X, y, Xt, _ = multiclass
+    p = LinearProbe(C=1.0).fit(X, y)
+    proba = p.predict_proba(Xt)
+    assert proba.shape == (len(Xt), 5)
+    assert np.allclose(proba.sum(1), 1.0)
+    assert np.array_equal(p.classes_[proba.argmax(1)], p.predict(Xt))
+    assert np.array_equal(p.decision_function(Xt).argmax(1), proba.argmax(1))
+
+
+def test_select_l2_picks_best_dev_C(multiclass):
+    X, y, Xd, yd = multiclass
+    Cs = (1e-4, 1e-2, 1.0)
+    probe = select_l2(X, y, Xd, yd, Cs=Cs, tol=1e-6, max_iter=1000)
+    path = {row["C"]: row["dev_accuracy"] for row in probe.l2_path_}
+    # Warm-started path == independent cold fits (same convex problems), to within one dev item.
+    for C in Cs:
+        cold = LinearProbe(C=C, tol=1e-6, max_iter=1000).fit(X, y)
+        assert abs(cold.score(Xd, yd) - path[C]) <= 1 / len(yd) + 1e-12, C
+    best = max(Cs, key=lambda c: (path[c], -c))
+    assert probe.C == best and probe.dev_score_ == path[best]
+    assert path[1e-4] < path[1.0]  # C=1e-4 shrinks everything towards the class prior
+    ref = LinearProbe(C=best, tol=1e-6, max_iter=1000).fit(X, y)
+    assert rel_diff(probe.coef_, ref.coef_) < 1e-3
+
+
+def test_adam_close_to_lbfgs(multiclass):
+    X, y, Xd, yd = multiclass
+    lbfgs = LinearProbe(C=1.0).fit(X, y)
+    adam = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512,
+                       random_state=0).fit(X, y, Xd, yd)
+    # Stochastic optimisation of the same objective: dev accuracy within 2 points of the exact fit.
+    assert adam.dev_score_ >= lbfgs.score(Xd, yd) - 0.02
+    again = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512,
+                        random_state=0).fit(X, y, Xd, yd)
+    assert np.array_equal(adam.coef_, again.coef_)  # seeded
+
+
+def test_bad_input_errors(multiclass):
+    X, y, _, _ = multiclass
+    Xn = X.copy()
+    Xn[7, 3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(row 7, column 3\)"):
+        LinearProbe().fit(Xn, y)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        LinearProbe().fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="C must be a positive"):
+        LinearProbe(C=0).fit(X, y)
+    with pytest.raises(ValueError, match="both X_dev and y_dev"):
+        LinearProbe().fit(X, y, X_dev=X)
+    with pytest.raises(ValueError, match="needs X_dev"):
+        LinearProbe(solver="adam").fit(X, y)
+    fitted = LinearProbe().fit(X, y)
+    with pytest.raises(ValueError, match="X has 3 features, but LinearProbe is expecting 30"):
+        fitted.predict(X[:, :3])
+
+
+def test_convergence_warning(multiclass):
+    X, y, _, _ = multiclass
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        LinearProbe(max_iter=2, tol=1e-12).fit(X, y)
+
+
+def test_clone_keeps_params():
+    p = LinearProbe(C=3.0, precondition="standardize", random_state=4)
+    assert clone(p).get_params() == p.get_params()
+
+
+# ----------------------------------------------------------------------------- layer combinations
+
+
+def test_concat_layers_keeps_dtype():
+    a = np.arange(6, dtype=np.float16).reshape(3, 2)
+    b = np.ones((3, 1), dtype=np.float16)
+    out = concat_layers([a, b])
+    assert out.dtype == np.float16 and np.array_equal(out, np.hstack([a, b]))
+    with pytest.raises(ValueError, match="same number of rows"):
+        concat_layers([a, b[:2]])
+
+
+def _layered(n=1500, d=16, L=3, signal_layer=1, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    means = rng.normal(0, 1.0, (4, d))
+    layers = [rng.normal(0, 1, (n, d)) for _ in range(L)]
+    layers[signal_layer] = layers[signal_layer] + means[y]
+    return [a.astype(np.float32) for a in layers], y
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_scalar_mix_finds_informative_layer(k):
+    layers, y = _layered(signal_layer=k)
+    probe = ScalarMixProbe(C=1.0).fit(layers, y)
+    # Only layer k carries the label; mixing in the others only adds noise, so its weight wins.
+    assert int(np.argmax(probe.mix_weights_)) == k, probe.mix_weights_
+    assert probe.mix_weights_[k] > 0.5
+    assert np.isclose(probe.mix_weights_.sum(), 1.0)
+    assert probe.gamma_ == pytest.approx(np.linalg.norm(probe.coef_))
+    single = LinearProbe(C=1.0).fit(layers[k], y)
+    assert probe.score(layers, y) >= single.score(layers[k], y) - 0.02
+
+
+def test_scalar_mix_one_layer_is_linear_probe():
+    layers, y = _layered(L=1, signal_layer=0)
+    mix = ScalarMixProbe(C=0.5, tol=1e-7).fit(np.stack(layers, axis=1), y)  # (n, 1, d) array input
+    lin = LinearProbe(C=0.5, tol=1e-7).fit(layers[0], y)
+    # softmax of one weight is 1, so the objective is LinearProbe's: same solution, up to where
+    # within tol each stops (they use different preconditioners).
+    assert mix.mix_weights_.tolist() == [1.0]
+    assert rel_diff(mix.coef_, lin.coef_) < 1e-3
+    assert np.allclose(mix.intercept_, lin.intercept_, atol=1e-3)
+    y_idx = np.unique(y, return_inverse=True)[1]
+    f_mix, f_lin = (objective(layers[0], y_idx, m.coef_, m.intercept_, 0.5) for m in (mix, lin))
+    assert abs(f_mix - f_lin) < 1e-8
+
+
+def test_scalar_mix_input_forms_and_errors():
+    layers, y = _layered(n=300)
+    a = ScalarMixProbe().fit(layers, y)
+    stacked = np.stack(layers, axis=1)
+    assert np.array_equal(a.predict(layers), a.predict(stacked))
+    with pytest.raises(ValueError, match="layer 1 has shape"):
+        ScalarMixProbe().fit([layers[0], layers[1][:, :3]], y)
+    with pytest.raises(ValueError, match=r"shape \(n_samples, n_layers, dim\)"):
+        ScalarMixProbe().fit(layers[0], y)
+    with pytest.raises(ValueError, match="fit on 3 layers"):
+        a.predict(layers[:2])
