@@ -1,0 +1,106 @@
+"""``probing embed``: a text file in, every sentence's ELMo vectors out, in the HDF5 layout of the
+former ``allennlp elmo`` command, so that AllenNLP-era scripts read the file unchanged.
+
+Layout: one float32 dataset per input line, named by its 0-based index (``"0"``, ``"1"``, ...), of
+shape ``(num_layers, n_tokens, 2 * projection_dim)`` for ``layers="all"`` or ``(n_tokens, dim)`` for
+``"top"`` and ``"average"`` (the mean of all layers, the token layer included, as AllenNLP
+averaged); plus ``sentence_to_index``, shape ``(1,)``, one UTF-8 string holding the JSON object
+``{stripped line: "index"}`` (a repeated line keeps its last index, as in AllenNLP).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import h5py
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._io import atomic_path
+from .elmo import Elmo
+
+LAYER_MODES = ("all", "top", "average")
+
+
+class EmbedInputError(ValueError):
+    """The input file cannot be embedded (a blank line, bad UTF-8); the message names file and line."""
+
+
+def read_sentences(path: str | Path) -> list[str]:
+    """The stripped lines of a UTF-8 text file, refusing blank lines (all of them named at once)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"embed input not found: {path}")
+    sentences: list[str] = []
+    blank: list[int] = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise EmbedInputError(f"{path}, line {lineno}: not valid UTF-8 ({e.reason} at byte {e.start})"
+                                      ) from None
+            if not line:
+                blank.append(lineno)
+            sentences.append(line)
+    if blank:
+        more = f" (and {len(blank) - 1} more: lines {_first(blank[1:])})" if len(blank) > 1 else ""
+        raise EmbedInputError(f"{path}, line {blank[0]}: blank line{more}; embed expects one "
+                              "whitespace-tokenized sentence per line, remove blank lines first")
+    return sentences
+
+
+def embed_file(model: Elmo, input_path: str | Path, output_path: str | Path, *, batch_size: int = 64,
+               layers: str = "all", progress: bool = True) -> Path:
+    """Embed every line of ``input_path`` (one whitespace-tokenized sentence per line) into the HDF5
+    file ``output_path``; returns its path.
+
+    The whole input is checked before any work. Stateless models take batches of similar length
+    (fast; the vectors do not depend on batching); stateful models start from zero state and take
+    batches of ``batch_size`` lines in input order, as the AllenNLP command did. Each batch is written
+    as soon as it is computed, to a temporary file renamed onto ``output_path`` at the end: an error
+    or an interrupt leaves no partial file.
+    """
+    if layers not in LAYER_MODES:
+        raise ValueError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    sentences = read_sentences(input_path)
+    tokens = [s.split() for s in sentences]
+    output_path = Path(output_path)
+    if model.stateful:
+        model.reset_states()
+    bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}",
+               disable=not progress)
+    with atomic_path(output_path) as tmp, h5py.File(tmp, "w") as out:
+        for batch in _batches(tokens, batch_size, in_order=model.stateful):
+            vectors = model.embed([tokens[i] for i in batch], batch_size=len(batch))
+            for i, v in zip(batch, vectors):
+                out.create_dataset(str(i), data=_select(v, layers))
+                bar.update(v.shape[1])
+        index = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
+        index[0] = json.dumps({s: str(i) for i, s in enumerate(sentences)})
+    bar.close()
+    return output_path
+
+
+def _batches(tokens: Sequence[Sequence[str]], size: int, in_order: bool) -> Iterator[list[int]]:
+    order = range(len(tokens)) if in_order else sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+    order = list(order)
+    for start in range(0, len(order), size):
+        yield order[start:start + size]
+
+
+def _select(v: np.ndarray, layers: str) -> np.ndarray:
+    if layers == "top":
+        return v[-1]
+    if layers == "average":
+        return v.mean(axis=0, dtype=np.float32)
+    return v
+
+
+def _first(lines: list[int], shown: int = 5) -> str:
+    head = ", ".join(map(str, lines[:shown]))
+    return head + (", ..." if len(lines) > shown else "")
