@@ -84,7 +84,7 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
     Sentences are encoded in batches of about ``batch_tokens`` (padded) tokens, sorted by length within
     each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. Each chunk is written through a
     shared memory map of its rows (one copy into the page cache; a writer thread pre-faults the next
-    chunk and flushes and hashes the last one while the encoder runs), so peak memory is about two
+    chunk and flushes and hashes the previous one while the encoder runs), so peak memory is about two
     chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus one batch of encoder output.
 
     ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
@@ -217,6 +217,7 @@ class _ChunkMap:
 
     def __init__(self, fds: list[int], data_offsets: list[int], r0: int, r1: int, dim: int):
         row_bytes = dim * DTYPE.itemsize
+        self.fds = fds
         self.maps: list[mmap.mmap] = []
         self.views: list[np.ndarray] = []
         for fd, data_offset in zip(fds, data_offsets):
@@ -232,9 +233,12 @@ class _ChunkMap:
                               .reshape(r1 - r0, dim))
 
     def sync_and_hash(self) -> list[str]:
-        """msync every mapping (data on disk before the journal names it), then sha256 each layer's rows."""
-        for m in self.maps:
-            m.flush()
+        """fsync the layer files (data on disk before the journal names it), then sha256 each layer's rows.
+
+        fsync, not ``mmap.flush``: on Linux both sync the file's dirty pages, and only fsync releases the GIL.
+        """
+        for fd in self.fds:
+            os.fsync(fd)
         return [hashlib.sha256(memoryview(v.reshape(-1)).cast("B")).hexdigest() for v in self.views]
 
     def close(self) -> None:
@@ -432,8 +436,9 @@ class _Extraction:
         fds = [os.open(self.path / f, os.O_RDWR) for f in self.files]
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer") as pool:
-                # the writer maps (and pre-faults) the next chunk's rows while the encoder runs
-                next_map = pool.submit(self._map_chunk, todo[0], fds) if todo else None
+                # The writer keeps the next chunk's rows mapped and pre-faulted ahead of the encoder. It maps
+                # chunk i+2 only after committing (and unmapping) chunk i, so at most two chunks are mapped.
+                maps = {c: pool.submit(self._map_chunk, c, fds) for c in todo[:2]}
                 committed: Future | None = None
                 for c, (s0, s1, r0, r1) in enumerate(chunks):
                     need_arrays, need_tokens = str(c) not in done, str(c) not in parts
@@ -444,15 +449,15 @@ class _Extraction:
                     sentences = [next(stream) for _ in range(s1 - s0)]
                     cmap = None
                     if need_arrays:
-                        cmap = self._encode_chunk(next_map, sentences, bar)
+                        cmap = self._encode_chunk(maps.pop(c), sentences, bar)
                         self.run_tokens += r1 - r0
-                        later = todo[rank[c] + 1:]
                     table = token_table(sentences, self.encoder) if need_tokens else None
                     if committed is not None:
                         committed.result()
                     committed = pool.submit(self._commit, c, cmap, table)
-                    if need_arrays:
-                        next_map = pool.submit(self._map_chunk, later[0], fds) if later else None
+                    if need_arrays and rank[c] + 2 < len(todo):
+                        after = todo[rank[c] + 2]
+                        maps[after] = pool.submit(self._map_chunk, after, fds)
                 if committed is not None:
                     committed.result()
         finally:
