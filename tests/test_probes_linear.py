@@ -131,6 +131,25 @@ def test_fp16_memmap_and_chunking(tmp_path, multiclass):
     assert np.array_equal(a.predict(Xt.astype(np.float16)), b.predict(Xt.astype(np.float16)))
 
 
+def test_fp16_memmap_is_copied_once(tmp_path):
+    # The only full-size copy is the fp32 design tensor (torch memory, not traced here); numpy
+    # allocations stay at chunk size: far below the 5 MB that one fp32 copy would take.
+    import tracemalloc
+
+    n, d = 20000, 64
+    mm = np.memmap(tmp_path / "x.f16", dtype=np.float16, mode="w+", shape=(n, d))
+    mm[:] = np.random.default_rng(0).standard_normal((n, d))
+    y = np.random.default_rng(1).integers(0, 3, n)
+    probe = LinearProbe(max_iter=5, chunk_rows=256)
+    tracemalloc.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        probe.fit(mm, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.4 * n * d * 4, peak
+
+
 def test_probabilities_consistent(multiclass):
     X, y, Xt, _ = multiclass
     p = LinearProbe(C=1.0).fit(X, y)
@@ -139,6 +158,7 @@ def test_probabilities_consistent(multiclass):
     assert np.allclose(proba.sum(1), 1.0)
     assert np.array_equal(p.classes_[proba.argmax(1)], p.predict(Xt))
     assert np.array_equal(p.decision_function(Xt).argmax(1), proba.argmax(1))
+    assert np.allclose(np.exp(p.predict_log_proba(Xt)), proba)
 
 
 def test_select_l2_picks_best_dev_C(multiclass):

@@ -37,6 +37,7 @@ from typing import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
@@ -233,6 +234,17 @@ def _check_C(C: float, name: str) -> float:
     return float(C)
 
 
+def _check_common(est, int_fields: Sequence[str]) -> None:
+    """Positive-integer fields and a non-negative ``tol``; errors name the estimator and field."""
+    name = type(est).__name__
+    for field in int_fields:
+        v = getattr(est, field)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name}: {field} must be a positive integer, got {v!r}")
+    if isinstance(est.tol, bool) or not isinstance(est.tol, (int, float)) or est.tol < 0:
+        raise ValueError(f"{name}: tol must be a non-negative number, got {est.tol!r}")
+
+
 def _penalty_strength(C: float, n: int) -> float:
     """sklearn's ``C * sum(loss) + ||W||^2/2``, divided by ``C n`` to use a mean loss."""
     return 0.0 if math.isinf(C) else 1.0 / (C * n)
@@ -251,8 +263,7 @@ def _dev_log_loss(scores: np.ndarray, y_idx: np.ndarray) -> float:
         scores = np.column_stack([np.zeros(len(scores)), scores[:, 0]])
     seen = y_idx >= 0
     z = scores[seen]
-    lse = z.max(1) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1))
-    return float(np.mean(lse - z[np.arange(len(z)), y_idx[seen]])) if len(z) else math.inf
+    return float(np.mean(logsumexp(z, axis=1) - z[np.arange(len(z)), y_idx[seen]])) if len(z) else math.inf
 
 
 def _softmax_proba(scores: np.ndarray) -> np.ndarray:
@@ -373,12 +384,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{name}: precondition must be one of {_PRECONDITIONERS}, got {self.precondition!r}"
             )
-        for field in ("max_iter", "batch_size", "n_iter_no_change", "chunk_rows"):
-            v = getattr(self, field)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: {field} must be a positive integer, got {v!r}")
-        if not (isinstance(self.tol, (int, float)) and self.tol >= 0):
-            raise ValueError(f"{name}: tol must be a non-negative number, got {self.tol!r}")
+        _check_common(self, ("max_iter", "batch_size", "n_iter_no_change", "chunk_rows"))
         return _check_C(self.C, name)
 
     _CHECK = dict(dtype="numeric", ensure_all_finite=False, order=None, copy=False)
@@ -530,7 +536,12 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return _softmax_proba(_linear_scores(X, self.coef_, self.intercept_, self.chunk_rows))
 
     def predict_log_proba(self, X) -> np.ndarray:
-        return np.log(self.predict_proba(X))
+        check_is_fitted(self)
+        X = self._check_X(X, reset=False)
+        scores = _linear_scores(X, self.coef_, self.intercept_, self.chunk_rows)
+        if scores.shape[1] == 1:
+            scores = np.column_stack([np.zeros(len(scores)), scores[:, 0]])
+        return scores - logsumexp(scores, axis=1, keepdims=True)
 
     def _predict_index(self, X) -> np.ndarray:
         """Index into ``classes_`` of the predicted class (skips label decoding)."""
@@ -670,6 +681,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
     def fit(self, X, y) -> "ScalarMixProbe":
         name = type(self).__name__
         C = _check_C(self.C, name)
+        _check_common(self, ("max_iter", "chunk_rows"))
         if not (isinstance(self.mix_l2, (int, float)) and self.mix_l2 >= 0):
             raise ValueError(f"{name}: mix_l2 must be a non-negative number, got {self.mix_l2!r}")
         layers = _as_layers(X, name)
