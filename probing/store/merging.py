@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -157,8 +157,6 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
 
 def _copy_layer(shard: Store, name: str, out: int, out_pos: int, row_bytes: int) -> None:
     """Copy one shard's layer file chunk by chunk into ``out`` at ``out_pos``, checking each chunk's sha256."""
-    import hashlib
-
     src_path = shard.path / name
     src_off = layer_data_offset(src_path, len(shard), shard.dim)
     src = os.open(src_path, os.O_RDONLY)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Collection, Iterable
 import numpy as np
 import pandas as pd
 
+from probing._io import sha256_file
 from probing.store.format import (
     DTYPE,
     FORMAT_VERSION,
     MANIFEST,
     OFFSETS,
-    TOKENS,
     StoreCorruptError,
     StoreError,
     hash_region,
@@ -23,7 +23,6 @@ from probing.store.format import (
     layer_file_size,
     read_json,
 )
-from probing._io import sha256_file
 
 if TYPE_CHECKING:
     import torch
