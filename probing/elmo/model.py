@@ -6,16 +6,44 @@ plain copies. The LSTM bias folds in TensorFlow's run-time forget bias of 1.0.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import os
 import warnings
-from typing import Optional
+from pathlib import Path
+from typing import Iterator, Optional
 
 import torch
 from torch import Tensor, nn
 
+from .chars import PAD_CHAR
 from .options import ElmoOptions
 
 State = list[tuple[Tensor, Tensor]]
+PAD_ID = PAD_CHAR + 1  # the shifted id of the padding character inside a token
+
+
+class CastCache:
+    """Copies of parameters in another dtype for inference, made once and remade only when the
+    parameter changed in place (its version counter moved). Not part of ``state_dict``."""
+
+    def __init__(self) -> None:
+        self._copies: dict[int, tuple[Tensor, int, Tensor]] = {}
+
+    def __call__(self, param: Tensor, dtype: torch.dtype) -> Tensor:
+        if param.dtype == dtype:
+            return param
+        hit = self._copies.get(id(param))
+        if hit is not None and hit[0] is param and hit[1] == param._version and hit[2].dtype == dtype:
+            return hit[2]
+        with torch.no_grad():
+            copy = param.to(dtype)
+        self._copies[id(param)] = (param, param._version, copy)
+        return copy
+
+    def clear(self) -> None:
+        self._copies.clear()
 
 
 class CharCNN(nn.Module):
@@ -31,15 +59,74 @@ class CharCNN(nn.Module):
         self.highway_transform = nn.ModuleList(nn.Linear(nf, nf) for _ in range(opts.n_highway))
         self.projection = nn.Linear(nf, opts.projection_dim)
         self.activation = torch.relu if opts.activation == "relu" else torch.tanh
+        self.casts = CastCache()
 
-    def forward(self, char_ids: Tensor) -> Tensor:
-        """``(n_tokens, max_chars)`` shifted ids -> ``(n_tokens, projection_dim)``."""
+    def forward(self, char_ids: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+        """``(n_tokens, max_chars)`` shifted ids -> ``(n_tokens, projection_dim)``.
+
+        Without gradients this runs the fast inference formulation, with ``dtype`` (float32 or
+        bfloat16) as the matmul operand type; with gradients, the plain convolutions in float32.
+        """
+        if not torch.is_grad_enabled():
+            return self._infer(char_ids, dtype)
         x = self.char_embed(char_ids).transpose(1, 2)
         x = torch.cat([self.activation(conv(x).amax(dim=-1)) for conv in self.convs], dim=-1)
         for carry, transform in zip(self.highway_carry, self.highway_transform):
             t = torch.sigmoid(carry(x))
             x = t * torch.relu(transform(x)) + (1.0 - t) * x
         return self.projection(x)
+
+    def _infer(self, char_ids: Tensor, dtype: torch.dtype) -> Tensor:
+        x = self.activation(self._pooled_filters(char_ids, dtype))
+        for carry, transform in zip(self.highway_carry, self.highway_transform):
+            xd = x.to(dtype)
+            t = torch.sigmoid(self._linear(xd, carry))
+            x = t * torch.relu(self._linear(xd, transform)) + (1.0 - t) * x
+        return self._linear(x.to(dtype), self.projection)
+
+    def _linear(self, x: Tensor, layer: nn.Linear) -> Tensor:
+        """``layer(x)`` with the weights in ``x``'s dtype; the result in float32."""
+        return nn.functional.linear(x, self.casts(layer.weight, x.dtype), self.casts(layer.bias, x.dtype)).float()
+
+    def _pooled_filters(self, char_ids: Tensor, dtype: torch.dtype, chunk: int = 64) -> Tensor:
+        """Every filter's max over positions (bias included, activation not yet), as ``convs`` give it.
+
+        All filters run as one GEMM over character windows of the widest filter's width (a narrower
+        filter has zero weights for the extra characters); windows that run past the last slot are
+        masked for the filters they do not fit. Windows made only of padding characters all give one
+        shared response, so positions are computed only up to each token's last non-padding character
+        (tokens sorted by that length, in chunks) and the shared response joins the max wherever such
+        a window fits.
+        """
+        n_tok, slots = char_ids.shape
+        embed_dim = self.opts.char_embed_dim
+        widths = torch.tensor([w for w, n in self.opts.filters for _ in range(n)])
+        wmax = int(widths.max())
+        weight = torch.zeros(wmax * embed_dim, int(widths.numel()))
+        col = 0
+        for (w, n), conv in zip(self.opts.filters, self.convs):
+            weight[: w * embed_dim, col:col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
+            col += n
+        weight = weight.to(dtype)
+        table = self.casts(self.char_embed.weight, dtype)
+        positions = torch.arange(slots).unsqueeze(1)
+        invalid = torch.zeros(slots, weight.size(1), dtype=dtype).masked_fill_(
+            positions + widths.unsqueeze(0) > slots, float("-inf"))
+        nonpad = char_ids != PAD_ID
+        length = torch.where(nonpad.any(1), slots - nonpad.flip(1).to(torch.uint8).argmax(1), 0)
+        padded = nn.functional.pad(char_ids, (0, wmax - 1), value=PAD_ID)
+        pooled = torch.empty(n_tok, weight.size(1))
+        order = torch.argsort(length)
+        for start in range(0, n_tok, chunk):
+            idx = order[start:start + chunk]
+            n_pos = max(1, int(length[idx[-1]]))
+            windows = table[padded[idx, : n_pos + wmax - 1].unfold(1, wmax, 1)]
+            resp = torch.mm(windows.reshape(-1, wmax * embed_dim), weight).view(len(idx), n_pos, -1)
+            pooled[idx] = (resp + invalid[:n_pos]).amax(1).float()
+        pad_resp = torch.mm(table[PAD_ID].repeat(wmax).unsqueeze(0), weight).float().squeeze(0)
+        fits = length.unsqueeze(1) + widths.unsqueeze(0) <= slots
+        pooled = torch.where(fits, torch.maximum(pooled, pad_resp), pooled)
+        return pooled + torch.cat([conv.bias for conv in self.convs])
 
 
 class LstmDirection(nn.Module):
@@ -75,10 +162,7 @@ class LstmDirection(nn.Module):
                 h0, c0 = state[layer]
             x_in = nn.functional.dropout(x, dropout, self.training) if dropout else x
             gates_x = torch.addmm(self.bias[layer], x_in.reshape(b * t, p), w[:p]).view(b, t, -1)
-            # TorchScript re-specialises its autograd graph for every new batch shape, which makes
-            # training ~6x slower than eager mode; it only pays without gradients.
-            recurrence = lstm_recurrence if torch.is_grad_enabled() else _scripted_recurrence
-            out, h, c = recurrence(gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer],
+            out, h, c = lstm_recurrence(gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer],
                                         h0, c0, mask_t, cell_clip, proj_clip)
             out = out.transpose(0, 1)
             if opts.use_skip_connections and layer > 0:
@@ -111,9 +195,113 @@ def lstm_recurrence(gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Ten
     return torch.stack(outs), h, c
 
 
+def packed_recurrence(gates: Tensor, w_h: Tensor, w_p: Tensor, h0: Tensor, c0: Tensor, batch_sizes: list[int],
+                      cell_clip: float, proj_clip: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``lstm_recurrence`` without autograd, over a packed sequence (it overwrites ``gates``, ``h0``, ``c0``).
+
+    Rows are sorted by length, longest first, and ``gates`` ``(N, 4C)`` holds ``x W_x + b`` for the
+    valid slots only, step after step: step ``s`` is the next ``batch_sizes[s]`` rows, so padding
+    costs nothing; a row leaves the loop after its last step, where its final state is kept.
+    The matmuls run in the weights' dtype; gates and state stay float32.
+    Returns the packed outputs ``(N, P)`` and the final ``h``, ``c`` of every row.
+    """
+    out = torch.empty(gates.size(0), w_p.size(1), dtype=h0.dtype, device=h0.device)
+    h, c = h0, c0
+    start = 0
+    for n in batch_sizes:
+        if n < h.size(0):
+            h0[n:h.size(0)] = h[n:]
+            c0[n:c.size(0)] = c[n:]
+            h, c = h[:n], c[:n]
+        z = gates[start:start + n].addmm_(h.to(w_h.dtype), w_h).float()
+        i, j, f, o = z.chunk(4, 1)
+        i.sigmoid_()
+        j.tanh_()
+        f.sigmoid_()
+        o.sigmoid_()
+        c = (f * c).addcmul_(i, j).clamp_(-cell_clip, cell_clip)
+        h = out[start:start + n]
+        torch.clamp(torch.mm(torch.tanh(c).mul_(o).to(w_p.dtype), w_p).float(), -proj_clip, proj_clip, out=h)
+        start += n
+    h0[:h.size(0)] = h
+    c0[:c.size(0)] = c
+    return out, h0, c0
+
+
 with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript still compiles this loop in ~1 s
-    _scripted_recurrence = torch.jit.script(lstm_recurrence)
+    warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript compiles these in about a second
+
+    _scripted_packed = torch.jit.script(packed_recurrence)
+
+    @torch.jit.script
+    def _parallel_directions(fw: list[Tensor], bw: list[Tensor], batch_sizes: list[int], cell_clip: float,
+                             proj_clip: float) -> list[tuple[Tensor, Tensor, Tensor]]:
+        """Both directions of a layer at once: the forward one on an inter-op thread."""
+        fut = torch.jit.fork(_scripted_packed, fw[0], fw[1], fw[2], fw[3], fw[4], batch_sizes, cell_clip,
+                             proj_clip)
+        backward = _scripted_packed(bw[0], bw[1], bw[2], bw[3], bw[4], batch_sizes, cell_clip, proj_clip)
+        return [torch.jit.wait(fut), backward]
+
+
+def run_directions(args: list[list[Tensor]], batch_sizes: list[int], cell_clip: float, proj_clip: float
+                   ) -> list[tuple[Tensor, Tensor, Tensor]]:
+    """``packed_recurrence`` for the forward and backward direction (``args``: gates, w_h, w_p, h, c each),
+    in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other."""
+    if torch.get_num_threads() > 1:
+        return _parallel_directions(args[0], args[1], batch_sizes, cell_clip, proj_clip)
+    return [packed_recurrence(*a, batch_sizes, cell_clip, proj_clip) for a in args]
+
+
+_AMX_FLAGS = {"amx_bf16", "amx_tile", "amx_int8", "amx_fp16"}
+
+
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of /proc/cpuinfo (empty where there is none)."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {f for line in cpuinfo.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+
+
+@functools.cache
+def onednn_fp32_is_exact() -> bool:
+    """Whether float32 matmuls may go through oneDNN here without losing float32 precision.
+
+    ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"`` routes float32 GEMMs through oneDNN,
+    1.1-1.5x faster than the default MKL path on AVX-512 CPUs, and still float32 there; on CPUs
+    with AMX the same switch lets oneDNN compute in bfloat16. So the route is taken only where
+    /proc/cpuinfo lists no AMX flag and a probe GEMM keeps float32 accuracy. ``PROBING_ONEDNN_FP32=0``
+    turns it off.
+    """
+    if os.environ.get("PROBING_ONEDNN_FP32", "") == "0" or not torch.backends.mkldnn.is_available():
+        return False
+    flags = cpu_flags()
+    if not flags or flags & _AMX_FLAGS:
+        return False
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.rand(64, 256, generator=gen) + 1, torch.rand(256, 96, generator=gen) + 1
+    with onednn_fp32_route():
+        got = (a @ b).double()
+    exact = a.double() @ b.double()
+    # positive terms: float32 stays near 1e-7 relative, bfloat16 inputs would give about 2e-3
+    return bool(((got - exact).abs() / exact).max() < 1e-5)
+
+
+@contextlib.contextmanager
+def onednn_fp32_route() -> Iterator[None]:
+    """Route float32 matmuls through oneDNN inside the block (unchecked: see ``onednn_fp32_is_exact``)."""
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.matmul.fp32_precision = before
+
+
+def fast_fp32_matmuls() -> contextlib.AbstractContextManager:
+    """A context in which float32 matmuls take the faster oneDNN route, where that stays exact."""
+    return onednn_fp32_route() if onednn_fp32_is_exact() else contextlib.nullcontext()
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -133,6 +321,12 @@ class BiLM(nn.Module):
         self.char_cnn = CharCNN(opts)
         self.forward_lstm = LstmDirection(opts)
         self.backward_lstm = LstmDirection(opts)
+        self.casts = CastCache()
+
+    def clear_casts(self) -> None:
+        """Drop the low-precision weight copies that inference in bfloat16 keeps."""
+        self.casts.clear()
+        self.char_cnn.casts.clear()
 
     def token_embeddings(self, char_ids: Tensor) -> Tensor:
         """``(B, T, C)`` ids -> ``(B, T, P)``, running the char CNN once per distinct token."""
@@ -141,18 +335,65 @@ class BiLM(nn.Module):
         uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
         return self.char_cnn(uniq)[inverse].view(b, t, -1)
 
-    def forward(self, char_ids: Tensor, state: Optional[tuple[State, State]] = None, dropout: float = 0.0
+    def forward(self, char_ids: Tensor, state: Optional[tuple[State, State]] = None, dropout: float = 0.0,
+                dtype: torch.dtype = torch.float32
                 ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """Returns token embeddings, forward outputs, backward outputs (each ``(B, T, P)``), the mask,
-        and the final state of both directions."""
+        and the final state of both directions. ``dtype`` is the matmul operand type of the no-grad
+        path (bfloat16: fast, approximate); with gradients everything runs in float32."""
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
+        if not torch.is_grad_enabled():
+            with fast_fp32_matmuls():
+                return self._infer(char_ids, mask, lengths, state, dropout, dtype)
         tokens = self.token_embeddings(char_ids) * mask.unsqueeze(-1)
         fw_state, bw_state = state if state is not None else (None, None)
         fw, fw_final = self.forward_lstm(tokens, mask, fw_state, dropout)
         bw_rev, bw_final = self.backward_lstm(reverse_padded(tokens, lengths), mask, bw_state, dropout)
         bw = [reverse_padded(o, lengths) for o in bw_rev]
         return tokens, fw, bw, mask, (fw_final, bw_final)
+
+    def _infer(self, char_ids: Tensor, mask: Tensor, lengths: Tensor, state: Optional[tuple[State, State]],
+               dropout: float, dtype: torch.dtype
+               ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
+        """``forward`` without autograd, on packed sequences: rows sorted by length, padding skipped,
+        the backward direction's reversal folded into the packing index."""
+        opts = self.opts
+        b, t, n = char_ids.shape
+        p, c = opts.projection_dim, opts.lstm_dim
+        uniq, inverse = torch.unique(char_ids.reshape(b * t, n), dim=0, return_inverse=True)
+        tokens = self.char_cnn(uniq, dtype)[inverse].view(b, t, -1) * mask.unsqueeze(-1)
+        order = torch.argsort(lengths, descending=True, stable=True)
+        valid = mask[order].t()
+        batch_sizes = [k for k in valid.sum(1).tolist() if k > 0]
+        steps = torch.arange(t).unsqueeze(1)
+        slots = [(order * t + steps)[valid], (order * t + lengths[order] - 1 - steps)[valid]]
+        flat = tokens.reshape(b * t, p)
+        xs = [flat[idx] for idx in slots]
+        cell_clip = opts.cell_clip if opts.cell_clip else math.inf
+        proj_clip = opts.proj_clip if opts.proj_clip else math.inf
+        outputs: list[list[Tensor]] = [[], []]
+        finals: list[State] = [[], []]
+        for layer in range(opts.n_layers):
+            args = []
+            for d, direction in enumerate((self.forward_lstm, self.backward_lstm)):
+                w = self.casts(direction.weight[layer], dtype)
+                x_in = nn.functional.dropout(xs[d], dropout, self.training) if dropout else xs[d]
+                gates = torch.addmm(self.casts(direction.bias[layer], dtype), x_in.to(dtype), w[:p])
+                if state is None:
+                    h0, c0 = tokens.new_zeros(b, p), tokens.new_zeros(b, c)
+                else:
+                    h0, c0 = (s[order] for s in state[d][layer])
+                args.append([gates, w[p:], self.casts(direction.proj[layer], dtype), h0, c0])
+            for d, (out, h, c_last) in enumerate(run_directions(args, batch_sizes, cell_clip, proj_clip)):
+                if opts.use_skip_connections and layer > 0:
+                    out += xs[d]
+                xs[d] = out
+                padded = tokens.new_zeros(b * t, p).index_copy_(0, slots[d], out)
+                outputs[d].append(padded.view(b, t, p))
+                finals[d].append((torch.empty_like(h).index_copy_(0, order, h),
+                                  torch.empty_like(c_last).index_copy_(0, order, c_last)))
+        return tokens, outputs[0], outputs[1], mask, (finals[0], finals[1])
 
 
 class ScalarMix(nn.Module):
