@@ -101,10 +101,12 @@ def test_bf16_mode_is_close_and_recorded_in_fingerprint():
     assert bf16.fingerprint != fp32.fingerprint
     sents = lines()
     with h5py.File(FIX / "expected_all_layers_stateless.hdf5", "r") as f:
-        diffs = [np.abs(out - f[str(i)][...]).max() for i, out in enumerate(bf16.embed(sents, batch_size=8))]
-    # bfloat16 keeps 8 bits of mantissa (relative error 2^-9 per operand): measured 2.1e-2 here on
-    # activations up to ~3; it must be clearly approximate (so bf16 really ran) yet close
-    assert 1e-4 < max(diffs) < 0.05
+        diffs = np.array([np.abs(out - f[str(i)][...]).max(axis=(1, 2))
+                          for i, out in enumerate(bf16.embed(sents, batch_size=8))]).max(axis=0)
+    assert diffs[0] <= TOL  # the token layer (char CNN) stays float32
+    # bfloat16 keeps 8 bits of mantissa (relative error 2^-9 per operand): measured 1.3e-2 here on
+    # activations up to ~3; the biLSTM layers must be clearly approximate (so bf16 really ran) yet close
+    assert all(1e-4 < d < 0.05 for d in diffs[1:]), diffs
     bf16.to_precision("fp32")
     assert bf16.fingerprint == fp32.fingerprint  # back to fp32: the same model as before
     for a, b in zip(bf16.embed(sents[:5]), fp32.embed(sents[:5])):
@@ -120,12 +122,12 @@ def test_bf16_weight_copies_follow_in_place_changes():
     before = model.embed(sents)
     with torch.no_grad():
         model.bilm.forward_lstm.proj[1].mul_(0.5)
-        model.bilm.char_cnn.highway_carry[0].weight.mul_(0.5)
+        model.bilm.backward_lstm.weight[0].mul_(0.5)
     after = model.embed(sents)
     fresh = Elmo.from_files(OPTIONS, WEIGHTS, precision="bf16")
     with torch.no_grad():
         fresh.bilm.forward_lstm.proj[1].mul_(0.5)
-        fresh.bilm.char_cnn.highway_carry[0].weight.mul_(0.5)
+        fresh.bilm.backward_lstm.weight[0].mul_(0.5)
     for a, b, old in zip(after, fresh.embed(sents), before):
         assert np.array_equal(a, b) and not np.array_equal(a, old)
 

@@ -9,11 +9,11 @@ vectors never depend on its batch or on what ran before. ``stateful=True`` repro
 biLM exactly: the final LSTM state of batch row k seeds row k of the next batch, so batch order
 matters. The policy is part of :attr:`Elmo.fingerprint`.
 
-Precision: ``"fp32"`` (default) matches the reference to about 1e-6. ``"bf16"`` runs the inference
-matmuls on bfloat16 operands (LSTM state, gates and everything else stay float32): about twice as
-fast on CPUs with AVX-512 BF16 or AMX, at a cost of about 1e-2 in absolute value (see
-benchmarks/bench_elmo.py). A non-default precision is part of the fingerprint. Gradients always
-run in float32.
+Precision: ``"fp32"`` (default) matches the reference to about 1e-6. ``"bf16"`` runs the biLSTM
+matmuls of inference on bfloat16 operands (the token layer, the LSTM state and nonlinearities stay
+float32): about 1.6x faster on CPUs with AVX-512 BF16 or AMX, with layers 1..n off by about 1e-2
+in absolute value (see benchmarks/bench_elmo.py). A non-default precision is part of the
+fingerprint. Gradients always run in float32.
 """
 
 from __future__ import annotations

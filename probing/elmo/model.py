@@ -2,6 +2,12 @@
 
 Parameters keep the orientation of the official weights (``x @ W``), so loading and exporting are
 plain copies. The LSTM bias folds in TensorFlow's run-time forget bias of 1.0.
+
+Two paths compute the same function. With gradients (training): plain convolutions and a padded,
+masked per-step loop. Without gradients (inference): the char CNN as one GEMM over character
+windows, the biLSTM on packed sequences with both directions in parallel, float32 matmuls through
+oneDNN where that stays exact, and optionally bfloat16 matmul operands. tests/test_elmo_speed_modes.py
+ties the second to the first, tests/test_elmo.py both to the reference activations.
 """
 
 from __future__ import annotations
@@ -59,16 +65,14 @@ class CharCNN(nn.Module):
         self.highway_transform = nn.ModuleList(nn.Linear(nf, nf) for _ in range(opts.n_highway))
         self.projection = nn.Linear(nf, opts.projection_dim)
         self.activation = torch.relu if opts.activation == "relu" else torch.tanh
-        self.casts = CastCache()
 
-    def forward(self, char_ids: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    def forward(self, char_ids: Tensor) -> Tensor:
         """``(n_tokens, max_chars)`` shifted ids -> ``(n_tokens, projection_dim)``.
 
-        Without gradients this runs the fast inference formulation, with ``dtype`` (float32 or
-        bfloat16) as the matmul operand type; with gradients, the plain convolutions in float32.
+        With gradients the plain convolutions; without, the same function as one GEMM over windows.
         """
         if not torch.is_grad_enabled():
-            return self._infer(char_ids, dtype)
+            return self._infer(char_ids)
         x = self.char_embed(char_ids).transpose(1, 2)
         x = torch.cat([self.activation(conv(x).amax(dim=-1)) for conv in self.convs], dim=-1)
         for carry, transform in zip(self.highway_carry, self.highway_transform):
@@ -76,19 +80,14 @@ class CharCNN(nn.Module):
             x = t * torch.relu(transform(x)) + (1.0 - t) * x
         return self.projection(x)
 
-    def _infer(self, char_ids: Tensor, dtype: torch.dtype) -> Tensor:
-        x = self.activation(self._pooled_filters(char_ids, dtype))
+    def _infer(self, char_ids: Tensor) -> Tensor:
+        x = self.activation(self._pooled_filters(char_ids))
         for carry, transform in zip(self.highway_carry, self.highway_transform):
-            xd = x.to(dtype)
-            t = torch.sigmoid(self._linear(xd, carry))
-            x = t * torch.relu(self._linear(xd, transform)) + (1.0 - t) * x
-        return self._linear(x.to(dtype), self.projection)
+            t = torch.sigmoid(carry(x))
+            x = t * torch.relu(transform(x)) + (1.0 - t) * x
+        return self.projection(x)
 
-    def _linear(self, x: Tensor, layer: nn.Linear) -> Tensor:
-        """``layer(x)`` with the weights in ``x``'s dtype; the result in float32."""
-        return nn.functional.linear(x, self.casts(layer.weight, x.dtype), self.casts(layer.bias, x.dtype)).float()
-
-    def _pooled_filters(self, char_ids: Tensor, dtype: torch.dtype, chunk: int = 64) -> Tensor:
+    def _pooled_filters(self, char_ids: Tensor, chunk: int = 64) -> Tensor:
         """Every filter's max over positions (bias included, activation not yet), as ``convs`` give it.
 
         All filters run as one GEMM over character windows of the widest filter's width (a narrower
@@ -107,10 +106,9 @@ class CharCNN(nn.Module):
         for (w, n), conv in zip(self.opts.filters, self.convs):
             weight[: w * embed_dim, col:col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
             col += n
-        weight = weight.to(dtype)
-        table = self.casts(self.char_embed.weight, dtype)
+        table = self.char_embed.weight
         positions = torch.arange(slots).unsqueeze(1)
-        invalid = torch.zeros(slots, weight.size(1), dtype=dtype).masked_fill_(
+        invalid = torch.zeros(slots, weight.size(1)).masked_fill_(
             positions + widths.unsqueeze(0) > slots, float("-inf"))
         nonpad = char_ids != PAD_ID
         length = torch.where(nonpad.any(1), slots - nonpad.flip(1).to(torch.uint8).argmax(1), 0)
@@ -122,8 +120,8 @@ class CharCNN(nn.Module):
             n_pos = max(1, int(length[idx[-1]]))
             windows = table[padded[idx, : n_pos + wmax - 1].unfold(1, wmax, 1)]
             resp = torch.mm(windows.reshape(-1, wmax * embed_dim), weight).view(len(idx), n_pos, -1)
-            pooled[idx] = (resp + invalid[:n_pos]).amax(1).float()
-        pad_resp = torch.mm(table[PAD_ID].repeat(wmax).unsqueeze(0), weight).float().squeeze(0)
+            pooled[idx] = (resp + invalid[:n_pos]).amax(1)
+        pad_resp = torch.mm(table[PAD_ID].repeat(wmax).unsqueeze(0), weight).squeeze(0)
         fits = length.unsqueeze(1) + widths.unsqueeze(0) <= slots
         pooled = torch.where(fits, torch.maximum(pooled, pad_resp), pooled)
         return pooled + torch.cat([conv.bias for conv in self.convs])
@@ -202,7 +200,8 @@ def packed_recurrence(gates: Tensor, w_h: Tensor, w_p: Tensor, h0: Tensor, c0: T
     Rows are sorted by length, longest first, and ``gates`` ``(N, 4C)`` holds ``x W_x + b`` for the
     valid slots only, step after step: step ``s`` is the next ``batch_sizes[s]`` rows, so padding
     costs nothing; a row leaves the loop after its last step, where its final state is kept.
-    The matmuls run in the weights' dtype; gates and state stay float32.
+    The matmuls run in the weights' dtype (so in bfloat16 the gate pre-activations are rounded to
+    it); the nonlinearities, the cell and the hidden state are float32.
     Returns the packed outputs ``(N, P)`` and the final ``h``, ``c`` of every row.
     """
     out = torch.empty(gates.size(0), w_p.size(1), dtype=h0.dtype, device=h0.device)
@@ -326,7 +325,6 @@ class BiLM(nn.Module):
     def clear_casts(self) -> None:
         """Drop the low-precision weight copies that inference in bfloat16 keeps."""
         self.casts.clear()
-        self.char_cnn.casts.clear()
 
     def token_embeddings(self, char_ids: Tensor) -> Tensor:
         """``(B, T, C)`` ids -> ``(B, T, P)``, running the char CNN once per distinct token."""
@@ -339,8 +337,8 @@ class BiLM(nn.Module):
                 dtype: torch.dtype = torch.float32
                 ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """Returns token embeddings, forward outputs, backward outputs (each ``(B, T, P)``), the mask,
-        and the final state of both directions. ``dtype`` is the matmul operand type of the no-grad
-        path (bfloat16: fast, approximate); with gradients everything runs in float32."""
+        and the final state of both directions. ``dtype`` is the operand type of the biLSTM matmuls
+        without gradients (bfloat16: fast, approximate); the char CNN and every gradient run in float32."""
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         if not torch.is_grad_enabled():
@@ -362,7 +360,7 @@ class BiLM(nn.Module):
         b, t, n = char_ids.shape
         p, c = opts.projection_dim, opts.lstm_dim
         uniq, inverse = torch.unique(char_ids.reshape(b * t, n), dim=0, return_inverse=True)
-        tokens = self.char_cnn(uniq, dtype)[inverse].view(b, t, -1) * mask.unsqueeze(-1)
+        tokens = self.char_cnn(uniq)[inverse].view(b, t, -1) * mask.unsqueeze(-1)
         order = torch.argsort(lengths, descending=True, stable=True)
         valid = mask[order].t()
         batch_sizes = [k for k in valid.sum(1).tolist() if k > 0]
