@@ -135,7 +135,8 @@ class BiLMTrainer(nn.Module):
     def __init__(self, opts: ElmoOptions, vocab_size: int, cutoffs: list[int], dropout: float):
         super().__init__()
         self.bilm = BiLM(opts)
-        cut = [c for c in cutoffs if c < vocab_size - 1]
+        # a vocabulary smaller than the configured cutoffs gets one tail cluster at its midpoint
+        cut = [c for c in cutoffs if c < vocab_size - 1] or [max(1, vocab_size // 2)]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(opts.projection_dim, vocab_size, cut, div_value=4.0)
         self.dropout = dropout
 
@@ -295,8 +296,9 @@ class Pretrainer:
             return False
         return not self._stop
 
-    def run(self) -> dict:
-        """Train until the token or time budget is spent (or Ctrl-C/SIGTERM); checkpoint on the way out."""
+    def run(self, max_steps: Optional[int] = None) -> dict:
+        """Train until the token or time budget is spent (or Ctrl-C/SIGTERM, or ``max_steps`` steps in
+        this call); checkpoint on the way out."""
         c = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         self.model.train()
@@ -307,6 +309,7 @@ class Pretrainer:
         bar = tqdm(total=c.max_tokens, initial=self.tokens_seen, unit="tok", unit_scale=True,
                    desc="pretrain", disable=not self.progress, smoothing=0.05)
         loss_ema = None
+        steps = 0
         try:
             while self._budget_left(started):
                 epoch_batches = batches(self.train_lengths, c.batch_tokens, c.seed, self.epoch)
@@ -332,6 +335,9 @@ class Pretrainer:
                     if self.valid is not None and self.tokens_seen >= next_eval:
                         self._log_eval(loss_ema)
                         next_eval += c.eval_every_tokens
+                    steps += 1
+                    if max_steps is not None and steps >= max_steps:
+                        self._stop = True
                     if time.monotonic() - last_ckpt >= c.checkpoint_minutes * 60:
                         self.save_checkpoint()
                         last_ckpt = time.monotonic()

@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.special import logsumexp
+from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
@@ -268,7 +268,7 @@ def _dev_log_loss(scores: np.ndarray, y_idx: np.ndarray) -> float:
 
 def _softmax_proba(scores: np.ndarray) -> np.ndarray:
     if scores.shape[1] == 1:
-        p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
+        p1 = expit(scores[:, 0])
         return np.column_stack([1.0 - p1, p1])
     z = scores - scores.max(axis=1, keepdims=True)
     np.exp(z, out=z)
@@ -566,7 +566,8 @@ def select_l2(
 ) -> LinearProbe:
     """Fit ``LinearProbe`` for each ``C`` and keep the one with the best dev accuracy.
 
-    X is standardised once; Cs are visited from the strongest penalty to the weakest, each fit
+    X is copied and preconditioned once (only the per-direction whitening scale, which depends on
+    C, is adjusted in place); Cs are visited from the strongest penalty to the weakest, each fit
     warm-started from the previous solution. Ties go to the smaller C (the simpler probe). The
     returned probe is fitted with the chosen C and carries ``l2_path_``: one dict per C with
     ``C``, ``dev_accuracy`` and ``n_iter``.
