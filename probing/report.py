@@ -18,12 +18,15 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 import probing
+from probing import figures as fg
 from probing._io import atomic_open
 from probing.figures import aggregate, default_metric, layer_sort_key, split_layer
+from probing.results import read_provenance, read_results
 
-__all__ = ["FIGURE_NOTES", "summary_table", "write_report"]
+__all__ = ["FIGURE_NOTES", "build_report", "draw_figures", "summary_table", "write_report"]
 
 # Keyed by figure-name prefix: a figure named "layer_scores_upos" gets the "layer_scores" note.
 FIGURE_NOTES = {
@@ -284,8 +287,9 @@ def write_report(
     title: str = "ELMo probing report",
     *,
     notes: Mapping[str, str] | None = None,
+    filename: str = "report.html",
 ) -> Path:
-    """Write ``out_dir/report.html`` and return its path.
+    """Write ``out_dir/<filename>`` (default ``report.html``) and return its path.
 
     ``results``: the tidy results table (DESIGN.md). ``provenance``: nested dict of fingerprints,
     hyperparameters and versions, shown as a list. ``figures``: name -> .png/.svg file, embedded in this
@@ -346,7 +350,92 @@ def write_report(
         f"pandas {_e(pd.__version__)}, matplotlib {_e(matplotlib.__version__)}).</footer>",
         "</body></html>",
     ]
-    path = Path(out_dir) / "report.html"
+    if not filename or Path(filename).name != filename:
+        raise ValueError(f"filename {filename!r} must be a plain file name without directories")
+    path = Path(out_dir) / filename
     with atomic_open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(parts) + "\n")
     return path
+
+
+def draw_figures(
+    results: pd.DataFrame, mix: pd.DataFrame | None = None, per_tag: pd.DataFrame | None = None
+) -> dict[str, Figure]:
+    """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
+
+    Per task, dataset and split: ``layer_scores_*`` and, when control-task rows exist, ``selectivity_*``
+    (the suffix is the task, plus dataset and split when the task was scored on several); then
+    ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
+    both layers; ``overview`` when there is a POS or WSD task.
+    """
+    agg = aggregate(results)
+    keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
+    n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
+
+    def suffix(task: str, dataset: str, split: str) -> str:
+        return _slug(task if n_keys.get(task, 1) == 1 else f"{task}_{dataset}_{split}")
+
+    out: dict[str, Figure] = {}
+    for task, dataset, split in keys:
+        rows = agg[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split)]
+        name = suffix(task, dataset, split)
+        out[f"layer_scores_{name}"] = fg.layer_scores(results, task, dataset=dataset, split=split)
+        if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
+            out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
+    if mix is not None and len(mix):
+        out["mix_weights"] = fg.mix_weights(mix)
+    if per_tag is not None and len(per_tag):
+        groups = [(key, g) for key, g in per_tag.groupby(["task", "dataset", "split", "encoder"], sort=False)
+                  if {"0", "1"} <= set(g["layer"].astype(str))]
+        several = len({key[:3] for key, _ in groups}) < len(groups)
+        for (task, dataset, split, encoder), g in groups:
+            name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")
+            out[f"tag_gains_{name}"] = fg.tag_gains(g, task, encoder=encoder)
+    tasks = set(agg["task"])
+    if tasks & set(fg._POS_TASKS) or any(t.startswith("wsd") for t in tasks):
+        first: dict[str, str] = {}
+        for task, dataset, _ in keys:
+            first.setdefault(task, dataset)
+        out["overview"] = fg.overview(results, datasets=first)
+    return out
+
+
+def build_report(
+    results_dir: str | Path,
+    out: str | Path | None = None,
+    *,
+    figures_dir: str | Path | None = None,
+    formats: tuple[str, ...] = ("png", "svg"),
+    title: str = "ELMo probing report",
+) -> Path:
+    """Redraw the figures and write the HTML report of a finished run, without re-running any probe.
+
+    ``results_dir`` is a folder written by :func:`probing.experiment.run_experiment`: ``results.csv`` and
+    ``results.json`` (required), ``mix_weights.csv`` and ``per_tag.csv`` (used when present). Figures
+    (:func:`draw_figures`) are saved in ``formats`` into ``figures_dir`` (default: ``figures/`` beside the
+    report); the report embeds the PNG (else the SVG) files. ``out``: the HTML file (default
+    ``results_dir/report.html``). Returns the report's path.
+    """
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"results folder not found: {results_dir}")
+    results = read_results(results_dir)
+    provenance = read_provenance(results_dir)
+    mix = _side_table(results_dir / "mix_weights.csv", ("task", "dataset", "encoder", "layer"))
+    per_tag = _side_table(results_dir / "per_tag.csv", ("task", "dataset", "split", "encoder", "layer", "tag"))
+    out = Path(out) if out is not None else results_dir / "report.html"
+    figures_dir = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
+    embed = "png" if "png" in formats else "svg"
+    if embed not in formats:
+        raise ValueError(f"formats must include png or svg (the report embeds one of them), got {formats}")
+    files = {}
+    for name, fig in draw_figures(results, mix, per_tag).items():
+        files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
+    return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)
+
+
+def _side_table(path: Path, text_columns: tuple[str, ...]) -> pd.DataFrame | None:
+    """A side table of a run (mix weights, per-tag accuracy), key columns kept as text; None if absent."""
+    if not path.is_file():
+        return None
+    return pd.read_csv(path, dtype={c: str for c in text_columns}, keep_default_na=False)
