@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
@@ -54,6 +55,18 @@ def test_per_word_tie_goes_to_globally_more_frequent_tag():
     tags = ["X", "Y", "Y", "Y", "Y", "X", "X"]  # Y 4 > X 3 overall; "a" is a 1:1 tie
     b = MostFrequentTagBaseline().fit(words, tags)
     assert b.predict(["a"])[0] == "Y"
+
+
+def test_labels_from_a_pandas_column():
+    """A token-table column gives an object array of ``str``: same predictions as a list of strings."""
+    words, tags = pd.Series(TRAIN_WORDS), pd.Series(TRAIN_TAGS)
+    assert tags.to_numpy().dtype == object
+    query = ["run", "The", "Dog", "cat"]
+    for cls in (MajorityBaseline, MostFrequentTagBaseline):
+        from_column = cls().fit(words, tags.to_numpy())
+        from_list = cls().fit(TRAIN_WORDS, TRAIN_TAGS)
+        assert list(from_column.predict(query)) == list(from_list.predict(query))
+    assert list(MostFrequentTagBaseline().fit(words, tags.to_numpy()).predict(query)) == ["VERB", "DET", "NOUN", "DET"]
 
 
 def test_errors():

@@ -27,6 +27,12 @@ def _check_pair(words, y, name: str) -> tuple[list[str], np.ndarray]:
     return words, y
 
 
+def _scalar(label):
+    """A label as a plain Python value: numpy scalars unwrapped, objects (e.g. the ``str`` items of a
+    pandas column's object array) as they are."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
 class _WordBaseline:
     def score(self, words: Sequence[str], y: Sequence) -> float:
         words, y = _check_pair(words, y, f"{type(self).__name__}.score")
@@ -40,7 +46,7 @@ class _WordBaseline:
         self.classes_, counts = np.unique(y, return_counts=True)
         # rank: most frequent first, then sorted label order (np.unique sorts; the sort is stable)
         order = np.argsort(-counts, kind="stable")
-        self._rank = {self.classes_[i].item(): r for r, i in enumerate(order)}
+        self._rank = {_scalar(self.classes_[i]): r for r, i in enumerate(order)}
         self.majority_ = self.classes_[order[0]]
 
 
@@ -93,7 +99,7 @@ class MostFrequentTagBaseline(_WordBaseline):
 
     def predict(self, words: Sequence[str]) -> np.ndarray:
         self._check_fitted()
-        majority = self.majority_.item()
+        majority = _scalar(self.majority_)
         out = []
         for w in words:
             label = self.exact_table_.get(w)
