@@ -1,0 +1,235 @@
+"""The notebooks in notebooks/ run top to bottom on the bundled defaults and compute what they say.
+
+Each notebook is executed with nbclient (kernel ``python3``, the Python running the tests) in a fresh
+temporary working directory, with ``PROBING_CACHE`` in a temporary folder and
+``PROBING_NOTEBOOK_QUICK=1`` (the small sizes each notebook documents at its top). One extra cell,
+appended in memory only, prints a JSON summary of the notebook's own variables; the checks below hold
+those values against what the notebook's text promises and, where possible, against values
+recomputed here from the data. The stored notebooks must carry no outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.notebooks
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NAMES = ["01_quickstart", "02_layer_probes", "03_play_neighbours", "04_your_own_corpus"]
+MARK = "NOTEBOOK-SUMMARY "
+
+# The summary cell appended to each notebook: ``_summary``, a JSON object of the notebook's variables.
+SUMMARIES = {
+    "01_quickstart": """
+_summary = {
+    "layer_names": elmo.layer_names, "dim": elmo.output_dim,
+    "shapes": [list(v.shape) for v in vectors], "lengths": [len(s) for s in sentences],
+    "cosines": {name: list(map(float, play_cosines[name])) for name in play_cosines.columns},
+    "the_equal": {k: bool(v) for k, v in {f"layer {k}": np.array_equal(the_0[k], the_2[k])
+                                           for k in range(elmo.num_layers)}.items()},
+    "halves_equal": [bool(np.array_equal(v[k, :, :half], v[k, :, half:])) for k in range(elmo.num_layers)],
+    "mixed_shape": list(mixed.shape),
+    "top_heavy_weights": top_heavy.weights.detach().tolist(),
+}
+""",
+    "02_layer_probes": """
+_summary = {
+    "out": str(OUT.resolve()), "columns": list(results.columns),
+    "tasks": sorted(results["task"].unique()), "encoders": sorted(results["encoder"].unique()),
+    "rows": results[["task", "encoder", "layer", "metric", "value", "ci_low", "ci_high"]].to_dict(orient="list"),
+    "max_sentences": exp.max_sentences,
+    "mix_sums": res.mix_weights.groupby(["task", "encoder", "seed"])["weight"].sum().tolist(),
+    "best_tasks": sorted(best["task"].unique()), "report": str(report.resolve()),
+    "per_layer_best": per_layer["best layer"].astype(str).tolist(),
+}
+""",
+    "03_play_neighbours": """
+_summary = {
+    "lemmas": list(LEMMAS), "counts": counts, "n_sentences": store.n_sentences,
+    "glove_words": glove_play["word"].tolist(), "glove_cosines": glove_play["cosine"].astype(float).tolist(),
+    "t4": t4.astype({"cosine": float}).fillna(-1.0).to_dict(orient="list"),
+    "sense_nn": {str(k): float(v) for k, v in sense_nn.items()},
+    "sense_map_axes": len(sense_map.axes), "pos_map_axes": len(pos_map.axes),
+    "ud_tokens": len(ud),
+}
+""",
+    "04_your_own_corpus": """
+_summary = {
+    "mine_rows": len(mine.token_table()), "mine_upos": mine.token_table()["upos"].tolist(),
+    "plain_ids": [s.id for s in plain], "plain_tokens": len(plain_store),
+    "plain_dim": plain_store.dim, "n_train": n_train, "n_test": n_test,
+    "train_tokens": len(train), "test_tokens": len(test), "majority": majority,
+    "by_hand": {k: list(map(float, v)) for k, v in by_hand.to_dict(orient="list").items()},
+    "experiment": {"name": my_exp.name, "encoders": [e.name for e in my_exp.encoders],
+                   "tasks": [t.name for t in my_exp.tasks], "train_path": str(my_exp.tasks[0].train.path.resolve())},
+    "my_rows": my_res.results[["encoder", "layer", "metric"]].to_dict(orient="list"),
+    "tokens_seen": summary["tokens_seen"], "export": sorted(p.name for p in export.iterdir()),
+    "tiny_shapes": [list(v.shape) for v in tiny_vectors], "plain_lengths": [len(s.words) for s in plain],
+}
+""",
+}
+
+
+def _images(nb) -> int:
+    return sum("image/png" in out.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", []))
+
+
+def run_notebook(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, object, Path]:
+    """Execute ``notebooks/<name>.ipynb`` in ``tmp_path/work``; return its summary, the executed notebook
+    and the working directory."""
+    from nbclient import NotebookClient
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROBING_NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("PROBING_OFFLINE", "1")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    code = SUMMARIES[name] + f"import json as _json\nprint({MARK!r} + _json.dumps(_summary))\n"
+    nb.cells.append(nbformat.v4.new_code_cell(code))
+    NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(work)}}).execute()
+    text = "".join(out.get("text", "") for out in nb.cells[-1].outputs if out.get("name") == "stdout")
+    line = next(l for l in text.splitlines() if l.startswith(MARK))
+    return json.loads(line[len(MARK):]), nb, work
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebooks_are_stored_without_outputs(name):
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, f"{name} has no code cells"
+    assert all(c.outputs == [] and c.execution_count is None for c in code), f"{name} is stored with outputs"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    source = "\n".join(c.source for c in code)
+    assert "probing._" not in source and "from probing._" not in source, f"{name} uses a private module"
+
+
+def test_01_quickstart(tmp_path, monkeypatch):
+    s, _, _ = run_notebook("01_quickstart", tmp_path, monkeypatch)
+    n_layers, dim = len(s["layer_names"]), s["dim"]
+    assert s["layer_names"] == [str(i) for i in range(n_layers)]
+    assert s["shapes"] == [[n_layers, n, dim] for n in s["lengths"]]
+    # Layer 0 is context-free: the same word form has the same vector in every sentence (cosine 1), and it
+    # is shown as token || token; the biLSTM layers see the sentence, so their vectors differ.
+    for name, cosines in s["cosines"].items():
+        assert cosines[0] == pytest.approx(1.0, abs=1e-5), name
+        assert all(c < 0.9999 for c in cosines[1:]), name
+    assert s["the_equal"] == {f"layer {k}": k == 0 for k in range(n_layers)}
+    assert s["halves_equal"] == [k == 0 for k in range(n_layers)]
+    assert s["mixed_shape"] == [s["lengths"][0], dim]
+    # ScalarMix(initial=[0, 1, 2]) weighs the layers by softmax([0, 1, 2]).
+    expected = np.exp(np.arange(n_layers)) / np.exp(np.arange(n_layers)).sum()
+    np.testing.assert_allclose(s["top_heavy_weights"], expected, rtol=1e-6)
+
+
+def _demo_ud_majority(n: int) -> float:
+    """Accuracy of the majority UPOS tag of the first ``n`` demo-ud training sentences on the first ``n``
+    test sentences, recomputed from the corpus files."""
+    from probing.corpora import load
+
+    train = Counter(t for s in load("demo-ud", "train").head(n) for t in s.upos)
+    test = [t for s in load("demo-ud", "test").head(n) for t in s.upos]
+    majority = train.most_common(1)[0][0]
+    return sum(t == majority for t in test) / len(test)
+
+
+def test_02_layer_probes(tmp_path, monkeypatch):
+    s, nb, _ = run_notebook("02_layer_probes", tmp_path, monkeypatch)
+    from probing.results import RESULT_COLUMNS
+
+    assert s["columns"] == list(RESULT_COLUMNS)
+    assert s["tasks"] == ["upos", "wsd-1nn"] and s["best_tasks"] == ["upos", "wsd-1nn"]
+    assert {"elmo", "random-elmo", "glove", "baseline"} <= set(s["encoders"])
+    rows = s["rows"]
+    for value, lo, hi, metric in zip(rows["value"], rows["ci_low"], rows["ci_high"], rows["metric"]):
+        if metric in ("accuracy", "f1", "control-accuracy"):
+            assert 0.0 <= value <= 1.0
+        if not (np.isnan(lo) or np.isnan(hi)):
+            assert lo <= value <= hi
+    elmo_layers = {l for e, l, t in zip(rows["encoder"], rows["layer"], rows["task"]) if e == "elmo" and t == "upos"}
+    assert {"0", "1", "2", "mix", "concat"} <= elmo_layers
+    majority = [v for t, l, m, v in zip(rows["task"], rows["layer"], rows["metric"], rows["value"])
+                if t == "upos" and l == "majority" and m == "accuracy"]
+    assert majority == [pytest.approx(_demo_ud_majority(s["max_sentences"]), abs=1e-9)]
+    assert np.allclose(s["mix_sums"], 1.0, atol=1e-4)
+    assert set(s["per_layer_best"]) <= {"0", "1", "2"}
+    out = Path(s["out"])
+    for f in ("results.csv", "results.json", "mix_weights.csv", "per_tag.csv", "figures/overview.png",
+              "figures/overview.svg"):
+        assert (out / f).is_file(), f
+    assert Path(s["report"]).is_file() and "<img" in Path(s["report"]).read_text(encoding="utf-8")
+    assert _images(nb) >= 5  # overview, layer scores, selectivity, mix weights, tag gains
+
+
+def test_03_play_neighbours(tmp_path, monkeypatch):
+    s, nb, _ = run_notebook("03_play_neighbours", tmp_path, monkeypatch)
+    from probing.corpora import load
+    from probing.glove import load_vectors
+
+    # the store holds exactly the training sentences with one of the lemmas, and all their occurrences
+    lemmas = set(s["lemmas"])
+    sentences = [x for x in load("demo-semcor", "train") if any(l in lemmas for l in x.lemmas)]
+    assert s["n_sentences"] == len(sentences)
+    assert s["counts"] == {l: sum(x.lemmas.count(l) for x in sentences) for l in s["lemmas"]}
+    # GloVe's type neighbours: cosines recomputed from the vectors, best first, "play" itself excluded
+    glove = load_vectors("glove-6b-50d")
+    play = glove["play"]
+    for word, cos in zip(s["glove_words"], s["glove_cosines"]):
+        v = glove[word]
+        assert cos == pytest.approx(float(play @ v / np.linalg.norm(play) / np.linalg.norm(v)), abs=1e-5)
+    assert len(s["glove_words"]) == 10 and "play" not in s["glove_words"]
+    assert s["glove_cosines"] == sorted(s["glove_cosines"], reverse=True)
+    # Table 4: the GloVe row, then one row per source sentence and layer; each neighbour is a "play"
+    t4 = s["t4"]
+    assert t4["source"][0] == "GloVe" and t4["nearest"][0] == ", ".join(s["glove_words"])
+    assert len(t4["source"]) == 1 + 2 * 3 and t4["layer"][1:] == ["0", "1", "2"] * 2
+    for nearest in t4["nearest"][1:]:
+        marked = nearest[nearest.index("[") + 1:nearest.index("]")]
+        assert marked.lower().startswith("play"), nearest
+    # both sources say "play": at context-free layer 0 they have the same vector, hence the same neighbour
+    assert t4["sentence_id"][1] == t4["sentence_id"][4] and t4["cosine"][1] == pytest.approx(t4["cosine"][4])
+    assert set(s["sense_nn"]) == {"0", "1", "2"} and all(0.0 <= v <= 1.0 for v in s["sense_nn"].values())
+    assert s["sense_map_axes"] == len(s["lemmas"]) * 4  # three layer maps and a legend panel per lemma
+    assert s["pos_map_axes"] == 3 and s["ud_tokens"] > 0
+    assert _images(nb) == 2
+
+
+def test_04_your_own_corpus(tmp_path, monkeypatch):
+    s, _, work = run_notebook("04_your_own_corpus", tmp_path, monkeypatch)
+    assert s["mine_rows"] == 10
+    assert s["mine_upos"] == ["DET", "NOUN", "VERB", "ADV", "PUNCT", "PRON", "VERB", "DET", "NOUN", "PUNCT"]
+    assert s["plain_ids"] == ["mine:1", "mine:2", "mine:4"]  # the blank line 3 is skipped, ids keep line numbers
+    assert s["plain_lengths"] == [8, 9, 8] and s["plain_tokens"] == 25
+    assert s["train_tokens"] == sum(len(x.words) for x in _treebank(work, "train", s["n_train"]))
+    assert s["test_tokens"] == sum(len(x.words) for x in _treebank(work, "test", s["n_test"]))
+    test_upos = [t for x in _treebank(work, "test", s["n_test"]) for t in x.upos]
+    train_upos = Counter(t for x in _treebank(work, "train", s["n_train"]) for t in x.upos)
+    top = train_upos.most_common(1)[0][0]
+    assert s["majority"] == pytest.approx(test_upos.count(top) / len(test_upos))
+    # a linear probe on ELMo layers beats the majority tag by a wide margin, even on 60 sentences
+    assert max(s["by_hand"]["test accuracy"]) > s["majority"] + 0.2
+    assert s["experiment"] == {"name": "my-upos", "encoders": ["elmo", "glove"], "tasks": ["upos"],
+                               "train_path": str((work / "outputs/04_your_own_corpus/my-treebank/train.conllu.gz").resolve())}
+    layers = {(e, l) for e, l in zip(s["my_rows"]["encoder"], s["my_rows"]["layer"])}
+    assert {("elmo", "0"), ("elmo", "1"), ("elmo", "2"), ("elmo", "mix"), ("glove", "glove")} <= layers
+    assert not any(m == "control-accuracy" for m in s["my_rows"]["metric"])  # control = false in the TOML
+    assert s["tokens_seen"] >= 3000
+    assert {"options.json", "weights.hdf5"} <= set(s["export"])
+    assert s["tiny_shapes"] == [[3, n, 64] for n in s["plain_lengths"]]  # 2 LSTM layers, projection 32 x 2
+
+
+def _treebank(work: Path, split: str, n: int):
+    from probing.corpora import read_conllu
+
+    return list(read_conllu(work / "outputs" / "04_your_own_corpus" / "my-treebank" / f"{split}.conllu.gz").head(n))
