@@ -58,7 +58,6 @@ import hashlib
 import html
 import json
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -95,7 +94,7 @@ WORDNET_KINDS = ("auto", "nltk", "bundled")
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed"]
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
-PARTIAL_DIR = ".partial"  # finished jobs of an unfinished run, reused when it is run again
+JOBS_DIR = "jobs"  # under the cache root: one JSON per finished (task, encoder) job, keyed by its inputs
 
 
 class ExperimentError(ValueError):
@@ -592,27 +591,50 @@ def _job(task: TaskSpec, enc: str, train: Part, dev: Part | None, tests: list[Pa
     return out
 
 
+_probe_code: str | None = None
+
+
+def probe_code_digest() -> str:
+    """sha256 over the source of ``probing.probes`` and ``probing.tasks``: a cached job result is reused only
+    by the code that computed it."""
+    global _probe_code
+    if _probe_code is None:
+        root = Path(__file__).parent
+        h = hashlib.sha256()
+        for f in sorted([*(root / "probes").glob("*.py"), *(root / "tasks").glob("*.py")]):
+            h.update(f"{f.parent.name}/{f.name}".encode() + b"\0" + f.read_bytes())
+        _probe_code = h.hexdigest()
+    return _probe_code
+
+
 def _job_key(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool) -> str:
-    """Identity of a job's inputs: a finished job of an interrupted run is reused only if all of them match."""
+    """Identity of a job's inputs: a finished job is reused (by a resumed or repeated run) only if all match."""
     import probing
 
     spec = next(t for t in exp.to_dict()["tasks"] if t["name"] == task.name and t["kind"] == task.kind)
-    payload = {"version": probing.__version__, "task": spec, "encoder": enc, "baselines": with_baselines,
-               "stores": [p.store.key for p in parts], "settings": exp.probe.to_dict()}
+    payload = {"version": probing.__version__, "code": probe_code_digest(), "task": spec, "encoder": enc,
+               "baselines": with_baselines, "stores": [p.store.key for p in parts],
+               "settings": exp.probe.to_dict()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
-    ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``."""
+    ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
+
+    Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
+    (stores, task, settings, probe code): an interrupted run resumes from its finished jobs, and a repeated
+    run only reassembles the tables. Provenance lists the reused jobs under ``cached_jobs``."""
     from tqdm.auto import tqdm
 
     t_start = time.time()
     out_dir = Path(out_dir)
     run = _Run(exp, progress)
     total = TaskOutput()
-    partial = out_dir / PARTIAL_DIR
-    resumed = []
+    from probing.paths import cache_dir
+
+    jobs_dir = (exp.cache_dir or cache_dir()) / JOBS_DIR
+    cached = []
     jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
     bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
     for task, enc, first in jobs:
@@ -622,10 +644,10 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         bar.update(1)
         if not tests:
             continue
-        path = partial / f"{_job_key(exp, task, enc, [train, dev, *tests] if dev else [train, *tests], first)}.json"
+        path = jobs_dir / f"{_job_key(exp, task, enc, [train, dev, *tests] if dev else [train, *tests], first)}.json"
         if path.is_file():
             out = TaskOutput(**json.loads(path.read_text(encoding="utf-8")))
-            resumed.append(f"{task.name}/{enc}")
+            cached.append(f"{task.name}/{enc}")
         else:
             t0 = time.time()
             out = _job(task, enc, train, dev, tests, exp.probe, first,
@@ -653,14 +675,13 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         seeds=list(exp.probe.seeds),
         probes=total.probes,
         skipped=run.skipped,
-        resumed=resumed,
+        cached_jobs=cached,
         timings=run.timings,
     )
     write_results(results, out_dir, prov)
     for name, table in (("mix_weights.csv", mix), ("per_tag.csv", per_tag)):
         with atomic_open(out_dir / name, "w", newline="", encoding="utf-8") as f:
             table.to_csv(f, index=False)
-    shutil.rmtree(partial, ignore_errors=True)
     res = Results(results=results, mix_weights=mix, per_tag=per_tag, provenance=prov,
                   stores={f"{enc}/{ref}": p.store for (enc, ref), p in run.parts.items()}, out_dir=out_dir)
     if progress:

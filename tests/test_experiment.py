@@ -223,6 +223,9 @@ def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
     monkeypatch.delenv("PROBING_DATA", raising=False)
     import probing.experiment as experiment
 
+    jobs = root / "cache" / experiment.JOBS_DIR  # the experiment's cache_dir = "cache"
+    shutil.rmtree(jobs)  # forget the finished jobs of the fixture's first run; the stores stay
+
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
@@ -230,13 +233,15 @@ def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
         m.setattr(experiment, "wsd_1nn", interrupted)  # the 4th job (after 3 upos jobs) is interrupted
         with pytest.raises(KeyboardInterrupt):
             run_experiment(exp, root / "out3", progress=False)
-    assert len(list((root / "out3" / ".partial").glob("*.json"))) == 3
+    assert len(list(jobs.glob("*.json"))) == 3
     assert not (root / "out3" / "results.csv").exists()
     again = run_experiment(exp, root / "out3", progress=False)
-    assert again.provenance["resumed"] == ["upos/elmo", "upos/random-elmo", "upos/glove"]
+    assert again.provenance["cached_jobs"] == ["upos/elmo", "upos/random-elmo", "upos/glove"]
     pd.testing.assert_frame_equal(again.results, first.results)
     pd.testing.assert_frame_equal(again.per_tag, first.per_tag)
-    assert not (root / "out3" / ".partial").exists()  # removed once the run is complete
+    repeat = run_experiment(exp, root / "out4", progress=False)  # a repeated run reuses every job
+    assert len(repeat.provenance["cached_jobs"]) == 6
+    pd.testing.assert_frame_equal(repeat.results, first.results)
 
 
 def test_extract_activations_for_the_cli(tmp_path, monkeypatch):
