@@ -1,0 +1,121 @@
+"""Copy an exported pretraining run into the package as the bundled default model, with its model card.
+
+    python scripts/bundle_default_model.py RUN_DIR CORPUS_DIR --command "probing pretrain ..."
+
+RUN_DIR is a `probing pretrain --out` folder (its export/ holds options.json, weights.hdf5, training.json);
+CORPUS_DIR is the folder written by scripts/make_pretrain_corpus.py (its sources.json gives the counts).
+Writes probing/resources/models/default/{options.json, weights.hdf5, training.json, MODEL_CARD.md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from probing.elmo import Elmo
+from probing.elmo.hub import count_parameters
+from probing.elmo.options import ElmoOptions
+
+DEST = Path(__file__).resolve().parents[1] / "probing" / "resources" / "models" / "default"
+
+LICENCES = {
+    "text/1b_benchmark": "One Billion Word benchmark held-out shards (Apache-2.0; WMT11 news text, research use)",
+    "text/wikitext-2": "WikiText-2 (Merity et al. 2016; Wikipedia, CC BY-SA 3.0)",
+    "nltk:brown": "Brown corpus, NLTK sample (non-commercial research use); the 352 SemCor documents removed",
+    "nltk:masc_tagged": "MASC (American National Corpus; education, research and development use)",
+    "nltk:webtext": "NLTK webtext (no licence stated)",
+}
+
+
+def licence(source: str) -> str:
+    return next((v for k, v in LICENCES.items() if source.startswith(k)), "see shared/data README")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--command", required=True, help="the exact pretraining command(s), for the card")
+    ap.add_argument("--hardware", default="2-core x86_64 CPU, 1 torch thread, shared with other jobs")
+    args = ap.parse_args()
+
+    export = args.run / "export"
+    info = json.loads((export / "training.json").read_text())
+    sources = json.loads((args.corpus / "sources.json").read_text())
+    DEST.mkdir(parents=True, exist_ok=True)
+    for name in ("options.json", "weights.hdf5", "training.json"):
+        shutil.copyfile(export / name, DEST / name)
+    model = Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")
+    opts = ElmoOptions.from_json(DEST / "options.json")
+    log = info["log"]
+    last = log[-1]
+    rows = "\n".join(f"| {e['tokens_seen']:,} | {e['train_seconds'] / 3600:.2f} | {e['train_loss']:.3f} | "
+                     f"{e['valid_ppl_forward']:.1f} | {e['valid_ppl_backward']:.1f} |" for e in log)
+    held = sources.pop("held-out")
+    excluded = sources.pop("brown_documents_excluded_as_semcor", 0)
+    corpus_rows = "\n".join(f"| `{k}` | {v['sentences']:,} | {v['tokens']:,} | {licence(k)} |"
+                            for k, v in sources.items())
+    c = info["config"]
+    card = f"""# The bundled default model: a small ELMo pretrained by `probing`
+
+An ELMo-style biLM (Peters et al. 2018) in the official options.json + weights.hdf5 layout, trained by
+`probing pretrain` on {info['train_tokens']:,} tokens of English so that the demo shows the effects of
+training offline. It is much smaller and far less trained than the official ELMo: use it to learn the
+toolkit, and the official weights (`probing download original`) for conclusions about ELMo.
+
+## Architecture
+- character CNN: {opts.char_embed_dim}-d character embeddings, filters {opts.filters}, {opts.n_highway}
+  highway layer(s), projection to {opts.projection_dim};
+- 2 biLSTM layers per direction, {opts.lstm_dim} cells projected to {opts.projection_dim}, cell and projection
+  clip {opts.cell_clip}, skip connection between the layers;
+- layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {model.dim}-d;
+- {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {c['vocab_size']:,}-word
+  vocabulary, cutoffs {c['cutoffs']}, is used only in training and not exported);
+- fingerprint (sha256 of the weights file): `{info['fingerprint']}`.
+
+## Training data
+Built by `scripts/make_pretrain_corpus.py` from `shared/data` (one tokenized sentence per line). The Brown
+documents that SemCor annotates ({excluded}) are left out, so the demo's SemCor test text was never seen.
+
+| source | sentences | tokens | licence |
+|---|---|---|---|
+{corpus_rows}
+
+Held-out perplexity is measured on {held['sentences']:,} sentences ({held['tokens']:,} tokens) drawn from the
+same sources and removed from training.
+
+## Training
+- {info['tokens_seen']:,} training tokens seen ({info['tokens_seen'] / info['train_tokens']:.2f} epochs), in
+  {info['train_seconds'] / 3600:.2f} h of training on: {args.hardware}; torch {info['torch']};
+- Adam, lr {c['lr']} with {c['warmup_tokens']:,}-token warm-up and cosine decay to {c['min_lr_fraction']} of it,
+  batches of {c['batch_tokens']} tokens (sentences up to {c['max_len']} tokens), dropout {c['dropout']},
+  gradient clipping at {c['clip_norm']}, seed {c['seed']};
+- final held-out perplexity: forward {last['valid_ppl_forward']:.1f}, backward {last['valid_ppl_backward']:.1f}
+  (for scale: the official ELMo reaches about 40 on the One Billion Word benchmark with 93M parameters and
+  ~10 epochs of 800M tokens).
+
+| tokens seen | hours | train loss (nats) | held-out ppl forward | held-out ppl backward |
+|---|---|---|---|---|
+{rows}
+
+## Reproduce
+```
+PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out runs/corpus
+{args.command}
+probing pretrain --out runs/elmo-small --export-only
+python scripts/bundle_default_model.py runs/elmo-small runs/corpus --command "..."
+```
+The run resumes exactly (`--resume`) if interrupted; the full configuration is in `training.json`.
+
+## Licence
+The weights are released with the package (Apache-2.0). They were trained on the text above; the Brown
+sample in it is licensed for non-commercial research use, so check that licence before commercial use.
+"""
+    (DEST / "MODEL_CARD.md").write_text(card, encoding="utf-8")
+    print(f"bundled {DEST} ({(DEST / 'weights.hdf5').stat().st_size / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()
