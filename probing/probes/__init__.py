@@ -13,6 +13,7 @@ _EXPORTS = {
     "LinearProbe": "linear",
     "ScalarMixProbe": "linear",
     "select_l2": "linear",
+    "select_mix_l2": "linear",
     "concat_layers": "linear",
     "ControlTask": "control",
     "selectivity": "control",
