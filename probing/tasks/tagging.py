@@ -19,7 +19,7 @@ import pandas as pd
 
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
-from probing.probes.linear import LinearProbe, ScalarMixProbe, concat_layers, select_l2
+from probing.probes.linear import LinearProbe, ScalarMixProbe, concat_layers, select_l2, select_mix_l2
 from probing.tasks.common import (
     BASELINE_ENCODER,
     Part,
@@ -145,17 +145,10 @@ def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSe
 
 
 def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbe, dict]:
-    best, path, converged = None, [], True
-    for C in sorted(settings.Cs):
-        p = ScalarMixProbe(C=C, max_iter=settings.mix_max_iter, tol=settings.tol)
-        p, ok = quiet_fit(p.fit, Xs, y)
-        acc = float(np.mean(p.predict(Xs_dev) == y_dev))
-        path.append({"C": C, "dev_accuracy": acc, "n_iter": p.n_iter_})
-        if best is None or acc > best[0]:
-            best, converged = (acc, p), ok
-    acc, probe = best
-    return probe, {"C": float(probe.C), "dev_accuracy": acc, "n_iter": int(probe.n_iter_), "converged": converged,
-                   "l2_path": path}
+    probe, converged = quiet_fit(select_mix_l2, Xs, y, Xs_dev, y_dev, Cs=settings.Cs,
+                                 max_iter=settings.mix_max_iter, tol=settings.tol)
+    return probe, {"C": float(probe.C), "dev_accuracy": float(probe.dev_score_), "n_iter": int(probe.n_iter_),
+                   "converged": converged, "l2_path": probe.l2_path_}
 
 
 def _score(task: str, encoder: str, layer: str, predict, tests: list[tuple[Part, Items, object]], seed: int,
