@@ -268,11 +268,16 @@ def test_bundled_experiments_validate():
     assert [t.name for t in default.tasks] == ["upos", "xpos", "wsd-1nn", "supersense"]
     assert {str(r) for t in default.tasks for r in (t.train, *t.test)} <= {
         "demo-ud:train", "demo-ud:test", "demo-semcor:train", "demo-semcor:test"}
-    assert default.probe.seeds == (0, 1, 2) and default.max_sentences is None
+    assert default.max_sentences is None
+    # sized for the demo (see its comments): one control seed, C in {1, 10, 100}, tol 3e-4; full.toml
+    # keeps three seeds, six Cs and sklearn's tol
+    assert (default.probe.seeds, default.probe.Cs, default.probe.tol) == ((0,), (1.0, 10.0, 100.0), 3e-4)
+    assert default.probe.control and default.probe.mix and default.probe.concat
     quick = load_experiment("default", quick=True)
     assert quick.max_sentences == 200 and quick.probe.n_boot == 200
     full = load_experiment("full")
     assert {t.name for t in full.tasks} == {"upos", "xpos", "ptb", "wsd-1nn", "supersense"}
+    assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol) == ((0, 1, 2), 6, 1e-4)
 
 
 @pytest.mark.parametrize("change, message", [
