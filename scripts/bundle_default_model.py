@@ -47,7 +47,7 @@ def main() -> None:
     DEST.mkdir(parents=True, exist_ok=True)
     for name in ("options.json", "weights.hdf5", "training.json"):
         shutil.copyfile(export / name, DEST / name)
-    model = Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")
+    Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")  # refuse to bundle what does not load
     opts = ElmoOptions.from_json(DEST / "options.json")
     log = info["log"]
     last = log[-1]
@@ -70,7 +70,7 @@ toolkit, and the official weights (`probing download original`) for conclusions 
   highway layer(s), projection to {opts.projection_dim};
 - 2 biLSTM layers per direction, {opts.lstm_dim} cells projected to {opts.projection_dim}, cell and projection
   clip {opts.cell_clip}, skip connection between the layers;
-- layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {model.dim}-d;
+- layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {opts.output_dim}-d;
 - {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {c['vocab_size']:,}-word
   vocabulary, cutoffs {c['cutoffs']}, is used only in training and not exported);
 - fingerprint (sha256 of the weights file): `{info['fingerprint']}`.
