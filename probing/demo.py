@@ -28,6 +28,7 @@ from probing.encoders import get_encoder
 from probing.experiment import Results, load_experiment, run_experiment
 from probing.glove import Vectors
 from probing.report import draw_figures, write_report
+from probing.results import write_results
 from probing.views.neighbors import format_table, table4
 from probing.views.umap import umap_layers, umap_pos
 from probing.wordnet import inventory
@@ -106,6 +107,7 @@ def run_demo(out_dir: str | os.PathLike = ".", *, quick: bool = False, progress:
 
     timings["total"] = time.time() - t0
     provenance = {**res.provenance, "demo": {"quick": quick, "seconds": {k: round(v, 1) for k, v in timings.items()}}}
+    write_results(res.results, out / "results", provenance)
     report = write_report(out, res.results, provenance, figures=files, notes=DEMO_NOTES,
                           tables={'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours},
                           title="probing demo: what each ELMo layer knows")
