@@ -185,6 +185,8 @@ def bench_extract(args, workdir: Path) -> None:
         cases.append(("ELMo 'original' arch, random weights (dim 1024)",
                       lambda: ElmoAdapter(Elmo.random(hub.get("original").architecture, seed=0), "elmo-original"),
                       args.elmo_tokens))
+        cases.append(("bundled default ELMo (dim 256)",
+                      lambda: ElmoAdapter(Elmo.from_pretrained("default"), "elmo-default"), args.default_tokens))
     rows = []
     for label, make, n_tokens in cases:
         encoder, corpus = make(), SyntheticCorpus(n_tokens)
@@ -314,6 +316,7 @@ def main() -> None:
     p.add_argument("--fast-tokens", type=int, default=200_000, help="tokens for the GPU-like and torch-mix encoders in (a)")
     p.add_argument("--fixture-tokens", type=int, default=20000, help="tokens for the fixture ELMo in (a)")
     p.add_argument("--elmo-tokens", type=int, default=1000, help="tokens for the 'original' ELMo in (a)")
+    p.add_argument("--default-tokens", type=int, default=50000, help="tokens for the bundled default ELMo in (a)")
     p.add_argument("--skip-elmo", action="store_true", help="only the torch-mix encoder in (a)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=1, help="torch threads for the encoders in (a)")
