@@ -33,6 +33,7 @@ _summary = {
     "layer_names": elmo.layer_names, "dim": elmo.output_dim,
     "shapes": [list(v.shape) for v in vectors], "lengths": [len(s) for s in sentences],
     "cosines": {name: list(map(float, play_cosines[name])) for name in play_cosines.columns},
+    "bank_cosines": {name: list(map(float, bank_cosines[name])) for name in bank_cosines.columns},
     "the_equal": {k: bool(v) for k, v in {f"layer {k}": np.array_equal(the_0[k], the_2[k])
                                            for k in range(elmo.num_layers)}.items()},
     "halves_equal": [bool(np.array_equal(v[k, :, :half], v[k, :, half:])) for k in range(elmo.num_layers)],
@@ -122,7 +123,7 @@ def test_01_quickstart(tmp_path, monkeypatch):
     assert s["shapes"] == [[n_layers, n, dim] for n in s["lengths"]]
     # Layer 0 is context-free: the same word form has the same vector in every sentence (cosine 1), and it
     # is shown as token || token; the biLSTM layers see the sentence, so their vectors differ.
-    for name, cosines in s["cosines"].items():
+    for name, cosines in {**s["cosines"], **s["bank_cosines"]}.items():
         assert cosines[0] == pytest.approx(1.0, abs=1e-5), name
         assert all(c < 0.9999 for c in cosines[1:]), name
     assert s["the_equal"] == {f"layer {k}": k == 0 for k in range(n_layers)}
