@@ -164,13 +164,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _position(words: list[str], word: str) -> int:
-    lowered = [w.lower() for w in words]
-    if word.lower() not in lowered:
-        raise UserError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
-    return lowered.index(word.lower())
-
-
 def _neighbor_columns(df):
     return df[[c for c in ("rank", "cosine", "word", "lemma", "sense", "gloss", "sentence") if c in df.columns]]
 
@@ -178,7 +171,7 @@ def _neighbor_columns(df):
 @command("neighbors")
 def _neighbors(args: argparse.Namespace) -> int:
     from .glove import load_vectors
-    from .views.neighbors import neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
+    from .views.neighbors import locate, neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
 
     if args.vectors is None and args.model is None:
         raise UserError("give --vectors (type neighbours) and/or --model with --corpus (neighbours in context)")
@@ -188,8 +181,7 @@ def _neighbors(args: argparse.Namespace) -> int:
         raise UserError("--table4 needs --model and --corpus")
     vectors = None
     if args.vectors is not None:
-        vectors = load_vectors(args.vectors) if args.vectors == GLOVE_NAME else load_vectors(
-            args.vectors, progress=not args.quiet)
+        vectors = load_vectors(args.vectors, progress=not args.quiet)
         if not args.table4:
             found = type_neighbors(vectors, args.word, k=args.k or 10)
             print(f"{args.word}: type neighbours in {vectors.name}")
@@ -214,7 +206,7 @@ def _neighbors(args: argparse.Namespace) -> int:
     encoder = get_encoder(args.model, seed=args.seed)
     words = args.sentence.split() if args.sentence else None
     if args.table4:
-        sources = None if words is None else [(words, _position(words, args.word))]
+        sources = None if words is None else [(words, locate(words, word=args.word))]
         found = table4(vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10,
                        gloss=gloss).astype(object)
         print(_table(found.where(found.notna(), "")))

@@ -15,6 +15,7 @@ Every ELMo fingerprint also covers the source of the modules that compute the ac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from probing._io import sha256_file
+from probing._io import sha256_file, source_digest
 from probing.elmo.options import ElmoOptions
 
 FINGERPRINT_VERSION = "probing-encoder/1"
@@ -54,19 +55,10 @@ def _sha(*parts: Any) -> str:
     return h.hexdigest()
 
 
-_code_digest: str | None = None
-
-
+@functools.cache
 def elmo_code_digest() -> str:
     """sha256 over the source files of ``probing.elmo`` that turn characters into activations."""
-    global _code_digest
-    if _code_digest is None:
-        folder = Path(__file__).parent / "elmo"
-        h = hashlib.sha256()
-        for name in _ELMO_CODE_MODULES:
-            h.update(name.encode() + b"\0" + (folder / name).read_bytes())
-        _code_digest = h.hexdigest()
-    return _code_digest
+    return source_digest(Path(__file__).parent / "elmo", _ELMO_CODE_MODULES)
 
 
 def _canonical_options(options: ElmoOptions) -> str:

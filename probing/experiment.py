@@ -54,6 +54,7 @@ content-addressed store (a second run is a cache hit and loads no model), and ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -66,7 +67,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from probing._io import atomic_open
+from probing._io import atomic_open, source_digest
 
 try:
     import tomllib
@@ -591,20 +592,13 @@ def _job(task: TaskSpec, enc: str, train: Part, dev: Part | None, tests: list[Pa
     return out
 
 
-_probe_code: str | None = None
-
-
+@functools.cache
 def probe_code_digest() -> str:
     """sha256 over the source of ``probing.probes`` and ``probing.tasks``: a cached job result is reused only
     by the code that computed it."""
-    global _probe_code
-    if _probe_code is None:
-        root = Path(__file__).parent
-        h = hashlib.sha256()
-        for f in sorted([*(root / "probes").glob("*.py"), *(root / "tasks").glob("*.py")]):
-            h.update(f"{f.parent.name}/{f.name}".encode() + b"\0" + f.read_bytes())
-        _probe_code = h.hexdigest()
-    return _probe_code
+    root = Path(__file__).parent
+    files = sorted([*(root / "probes").glob("*.py"), *(root / "tasks").glob("*.py")])
+    return source_digest(root, [f"{f.parent.name}/{f.name}" for f in files])
 
 
 def _job_key(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool) -> str:

@@ -670,7 +670,7 @@ def tag_gains(
     return fig
 
 
-_POS_TASKS = ("ptb", "upos", "xpos")
+POS_TASKS = ("ptb", "upos", "xpos")  # tasks overview() reads as part of speech, in order of preference
 
 
 def overview(
@@ -688,11 +688,11 @@ def overview(
     agg = aggregate(results)
     present = list(dict.fromkeys(agg["task"]))
     if tasks is None:
-        pos = next((t for t in _POS_TASKS if t in present), None)
+        pos = next((t for t in POS_TASKS if t in present), None)
         wsd = next((t for t in sorted(present) if t.startswith("wsd")), None)
         tasks = [t for t in (pos, wsd) if t]
         if not tasks:
-            raise ValueError(f"overview needs a POS task ({', '.join(_POS_TASKS)}) or a WSD task (wsd*); "
+            raise ValueError(f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (wsd*); "
                              f"results have: {', '.join(present) or '(none)'}")
     missing = [t for t in tasks if t not in present]
     if missing:

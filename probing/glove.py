@@ -227,13 +227,16 @@ class Vectors:
         return out, oov
 
 
-def load_vectors(source: str | os.PathLike, **kwargs) -> Vectors:
-    """``"glove-6b-50d"`` for the packaged GloVe 6B 50d, else a path to a GloVe/word2vec text file."""
+def load_vectors(source: str | os.PathLike, *, progress: bool = True, **kwargs) -> Vectors:
+    """``"glove-6b-50d"`` for the packaged GloVe 6B 50d, else a path to a GloVe/word2vec text file.
+
+    ``progress`` shows the one-time conversion of a text file (the packaged vectors need none).
+    """
     if str(source).lower() in (GLOVE_6B_50D, "glove.6b.50d"):
         if kwargs:
             raise TypeError(f"{GLOVE_6B_50D} takes no options, got {sorted(kwargs)}")
         return Vectors.glove_6b_50d()
-    return Vectors.from_file(source, **kwargs)
+    return Vectors.from_file(source, progress=progress, **kwargs)
 
 
 # -- source identity ------------------------------------------------------------------------

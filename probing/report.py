@@ -392,7 +392,7 @@ def draw_figures(
             name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")
             out[f"tag_gains_{name}"] = fg.tag_gains(g, task, encoder=encoder)
     tasks = set(agg["task"])
-    if tasks & set(fg._POS_TASKS) or any(t.startswith("wsd") for t in tasks):
+    if tasks & set(fg.POS_TASKS) or any(t.startswith("wsd") for t in tasks):
         first: dict[str, str] = {}
         for task, dataset, _ in keys:
             first.setdefault(task, dataset)

@@ -225,7 +225,8 @@ def _encode(encoder: Any, words: list[str]) -> np.ndarray:
     return out
 
 
-def _locate(words: list[str], position: int | None, word: str | None) -> int:
+def locate(words: Sequence[str], position: int | None = None, word: str | None = None) -> int:
+    """Index of the query in ``words``: ``position`` checked, or the first occurrence of ``word`` (any case)."""
     if position is None:
         if word is None:
             raise ValueError("give the query's position in the sentence (or the word to find)")
@@ -267,7 +268,7 @@ def neighbors(
     if store is None or encoder is None or layer is None:
         raise ValueError("neighbours in context need store=, encoder= and layer=")
     words = _as_tokens(sentence)
-    pos = _locate(words, position, word)
+    pos = locate(words, position, word)
     vector = _encode(encoder, words)[_layer_index(layer, list(encoder.layer_names)), pos]
     skip = _same_sentences(store.tokens, words, pos) if exclude_same_sentence else set()
     return occurrence_neighbors(store, vector, layer, k=k or 5, rows=rows, exclude_sentences=skip, gloss=gloss)
@@ -309,7 +310,7 @@ def table4(
         )
     for sentence, position in sources:
         words = _as_tokens(sentence)
-        pos = _locate(words, position, None)
+        pos = locate(words, position, None)
         encoded = _encode(encoder, words)
         skip = _same_sentences(store.tokens, words, pos)
         for layer in layers:
