@@ -62,3 +62,13 @@ def source_digest(root: str | os.PathLike, names: Iterable[str]) -> str:
     for name in names:
         h.update(name.encode() + b"\0" + (Path(root) / name).read_bytes())
     return h.hexdigest()
+
+
+def human_size(n_bytes: float) -> str:
+    """``n_bytes`` in binary units, e.g. ``'1.5 GiB'``."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    i = 0
+    while n_bytes >= 1024 and i < len(units) - 1:
+        n_bytes /= 1024
+        i += 1
+    return f"{n_bytes:.0f} B" if i == 0 else f"{n_bytes:.1f} {units[i]}"

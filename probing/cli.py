@@ -33,15 +33,6 @@ def _table(df, max_colwidth: int = 70) -> str:
     return format_table(df, max_colwidth=max_colwidth)
 
 
-def _size(n_bytes: float) -> str:
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    i = 0
-    while n_bytes >= 1024 and i < len(units) - 1:
-        n_bytes /= 1024
-        i += 1
-    return f"{n_bytes:.0f} B" if i == 0 else f"{n_bytes:.1f} {units[i]}"
-
-
 @command("demo")
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
@@ -127,6 +118,7 @@ def _store_size(path: Path) -> int:
 
 @command("extract")
 def _extract(args: argparse.Namespace) -> int:
+    from ._io import human_size
     from .experiment import extract_activations
 
     store = extract_activations(args.model, args.corpus, args.split, path=args.path, cache_dir=args.cache,
@@ -135,7 +127,7 @@ def _extract(args: argparse.Namespace) -> int:
     print(f"store: {store.path}")
     print(f"  {store.manifest.get('encoder', {}).get('name')} on {corpus.get('name')}/{corpus.get('split')}: "
           f"{len(store)} tokens in {store.n_sentences} sentences, layers {', '.join(store.layer_names)}, "
-          f"dim {store.dim}, {_size(_store_size(store.path))} on disk")
+          f"dim {store.dim}, {human_size(_store_size(store.path))} on disk")
     return 0
 
 
@@ -190,6 +182,7 @@ def _neighbors(args: argparse.Namespace) -> int:
         return 0
 
     from .encoders import get_encoder
+    from ._io import human_size
     from .experiment import extract_activations
 
     store = extract_activations(args.model, args.corpus, args.split, path=args.path, cache_dir=args.cache,

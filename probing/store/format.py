@@ -4,14 +4,14 @@ A store is a directory named by its key::
 
     <key>/
       manifest.json        written last: its presence means the store is complete
-      layer_000.npy ...    one fp16 ``(n_tokens, dim)`` .npy per layer, preallocated, written by row ranges
+      layer_000.npy ...    one fp16 ``(n_tokens, dim)`` .npy per layer, full-size (sparse), written by row ranges
       tokens.parquet       the token table, one row per token, aligned with the layer rows
       offsets.npy          int64 ``(n_sentences + 1,)``: rows of sentence i are ``offsets[i]:offsets[i+1]``
       .lock                ``fcntl.flock`` target that serialises writers
       progress.json        resume journal (only while unfinished)
       parts/               per-chunk token tables (only while unfinished)
 
-One preallocated file per layer (rather than one file per layer per chunk) because readers then get a
+One full-size file per layer (rather than one file per layer per chunk) because readers then get a
 plain ``np.memmap`` of the whole layer with no concatenation and no merge pass at the end. A chunk is a
 row range; its integrity record is the sha256 of that row range in every layer file.
 """
@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -32,6 +33,7 @@ from typing import Iterator
 import numpy as np
 
 from probing import paths
+from probing._io import human_size
 
 FORMAT_VERSION = 1
 DTYPE = np.dtype("<f2")
@@ -83,21 +85,23 @@ def _header(n_rows: int, dim: int) -> dict:
 
 
 def create_layer_file(path: Path, n_rows: int, dim: int) -> None:
-    """Write an .npy header for ``(n_rows, dim)`` fp16 and reserve the file's full size on disk.
+    """Write an .npy header for ``(n_rows, dim)`` fp16 and extend the file to its full size (sparsely).
 
-    Reserving (``posix_fallocate``) makes a full disk fail now rather than hours into an extraction;
-    where the filesystem cannot, the file is extended sparsely instead.
+    Not ``posix_fallocate``: on ext4 a preallocated (unwritten) extent makes each later pwrite+fsync of a
+    chunk about 10x slower. Call :func:`check_free_space` first, so that a full disk fails now rather
+    than hours into an extraction.
     """
     with open(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, _header(n_rows, dim))
-        size = f.tell() + int(n_rows) * int(dim) * DTYPE.itemsize
-        f.flush()
-        try:
-            os.posix_fallocate(f.fileno(), 0, size)
-        except OSError as e:
-            if e.errno == errno.ENOSPC:
-                raise OSError(e.errno, f"{path}: no room for {size / 1e9:.2f} GB of activations ({e.strerror})") from None
-            f.truncate(size)
+        f.truncate(f.tell() + int(n_rows) * int(dim) * DTYPE.itemsize)
+
+
+def check_free_space(directory: Path, nbytes: int, what: str) -> None:
+    """OSError(ENOSPC) naming ``directory`` if its filesystem has less than ``nbytes`` free for ``what``."""
+    free = shutil.disk_usage(directory).free
+    if free < nbytes:
+        raise OSError(errno.ENOSPC, f"{directory}: {what} need {human_size(nbytes)}, only "
+                                    f"{human_size(free)} free (point PROBING_CACHE or --cache at a bigger disk)")
 
 
 def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:

@@ -21,8 +21,10 @@ from probing.store.format import (
     TOKENS,
     StoreCorruptError,
     StoreError,
+    check_free_space,
     create_layer_file,
     layer_data_offset,
+    layer_file_size,
     store_key,
     store_lock,
     store_root,
@@ -99,6 +101,7 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
                 chunks.append({"index": len(chunks), "sentences": [sent0 + x for x in c["sentences"]],
                                "rows": [row0 + r for r in c["rows"]], "sha256": c["sha256"]})
             row0, sent0 = row0 + len(s), sent0 + s.n_sentences
+        check_free_space(path, len(files) * layer_file_size(n_tokens, dim), "the merged layers")
         for name in files:
             dest = path / name
             create_layer_file(dest, n_tokens, dim)
