@@ -34,8 +34,9 @@ _ELMO_CODE_MODULES = ("chars.py", "model.py", "elmo.py", "weights.py", "options.
 @runtime_checkable
 class Encoder(Protocol):
     """DESIGN.md's Encoder: ``encode`` returns one float32 ``(n_layers, len(sentence), dim)`` array per
-    sentence, independent of how sentences are batched; ``oov_mask`` flags words the encoder has no
-    vector for (all False for character models)."""
+    sentence, independent of how sentences are batched, and not overwritten by a later call (the store
+    reads them on another thread while the next batch is encoded); ``oov_mask`` flags words the encoder
+    has no vector for (all False for character models)."""
 
     name: str
     fingerprint: str

@@ -505,6 +505,24 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         Store.open(tmp_path / "junk")
 
 
+def test_too_little_disk_fails_before_encoding_and_names_the_directory(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    corpus = make_corpus(6, seed=10)
+    encoder = FakeEncoder()
+    need = sum(len(s.words) for s in corpus._sentences) * 3 * 8 * 2  # tokens x layers x dim x fp16 bytes
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - need + 1, need - 1))
+    assert 1024 <= need - 1 < need < 1024 * 1024
+    with pytest.raises(OSError, match=rf"{tmp_path}/[0-9a-f]{{64}}: the activations of fake/test need "
+                                      rf"{need / 1024:.1f} KiB, only {(need - 1) / 1024:.1f} KiB free \(point PROBING_CACHE"):
+        extract(encoder, corpus, cache_dir=tmp_path, **KW)
+    assert encoder.batches == []
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - need, need))  # exactly enough
+    assert len(extract(encoder, corpus, cache_dir=tmp_path, **KW)) == need // (3 * 8 * 2)
+
+
 # -- memory ---------------------------------------------------------------------------------------------------
 
 RSS_SCRIPT = """
@@ -513,7 +531,7 @@ sys.path.insert(0, {tests!r})
 from test_store_fakes import StreamingCorpus, FastEncoder
 from probing.store import extract
 store = extract(FastEncoder(dim=256), StreamingCorpus({n}), cache_dir={cache!r}, chunk_tokens=2048,
-                batch_tokens=512, progress=False)
+                batch_tokens=1024, progress=False)
 hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
 print(len(store), hwm.split()[1])
 """
@@ -531,7 +549,8 @@ def test_peak_rss_grows_with_the_chunk_not_the_corpus(tmp_path):
     (small_tokens, small_rss), (big_tokens, big_rss) = [(int(a), int(b) * 1024) for a, b in (o[0].split() for o in outs)]
     data_growth = (big_tokens - small_tokens) * 256 * 3 * 2  # ~47 MB more activations on disk
     assert data_growth > 40e6
-    # chunk buffers are 2 x 2048 x 3 x 256 x 2 B = 6.3 MB in both runs; the corpus must not be held
+    # chunk buffers are 2 x 2048 x 3 x 256 x 2 B = 6.3 MB in both runs; the corpus must not be held. Two batches
+    # per chunk: the limit on encoder outputs waiting for the store must hold across chunks, not only within one
     assert big_rss - small_rss < 0.15 * data_growth, (
         f"peak RSS grew by {(big_rss - small_rss) / 1e6:.1f} MB for {data_growth / 1e6:.0f} MB more data"
     )

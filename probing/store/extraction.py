@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import mmap
 import os
 import platform
 import shutil
 import sys
 import time
 import warnings
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +31,7 @@ from probing.store.format import (
     PARTS,
     TOKENS,
     StoreError,
+    check_free_space,
     create_layer_file,
     hash_region,
     layer_data_offset,
@@ -82,10 +83,12 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
     keeps the chunk plan it started with, whatever ``chunk_tokens`` says now).
 
     Sentences are encoded in batches of about ``batch_tokens`` (padded) tokens, sorted by length within
-    each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. Each chunk is written through a
-    shared memory map of its rows (one copy into the page cache; a writer thread pre-faults the next
-    chunk and flushes and hashes the previous one while the encoder runs), so peak memory is about two
-    chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus one batch of encoder output.
+    each chunk of about ``chunk_tokens`` tokens; rows keep corpus order. The calling thread only runs
+    the encoder; one thread range-checks each batch and casts it to fp16 into a chunk buffer, another
+    writes, hashes and fsyncs each finished chunk, so writing overlaps encoding. Two chunk buffers
+    alternate, so peak memory is about two chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus
+    up to four batches of encoder output. The arrays ``encoder.encode`` returns are read after it returns,
+    so a later call must not overwrite them. Free disk space is checked before anything is encoded.
 
     ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
     (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
@@ -208,47 +211,15 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-class _ChunkMap:
-    """Rows ``[r0, r1)`` of every layer file, mapped shared and writable, as ``(rows, dim)`` fp16 views.
+def _write_rows(fd: int, offset: int, rows: np.ndarray) -> None:
+    """Write a C-contiguous array's bytes at ``offset`` (pwrite moves at most ~2 GB per call)."""
+    view = memoryview(rows.reshape(-1)).cast("B")
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:done + (1 << 30)], offset + done)
 
-    Writing through the mapping lands in the page cache with one copy (no buffer, no pwrite); pages are
-    pre-faulted where the OS allows (``MAP_POPULATE``), so that happens on the writer thread.
-    """
 
-    def __init__(self, fds: list[int], data_offsets: list[int], r0: int, r1: int, dim: int):
-        row_bytes = dim * DTYPE.itemsize
-        self.fds = fds
-        self.maps: list[mmap.mmap] = []
-        self.views: list[np.ndarray] = []
-        for fd, data_offset in zip(fds, data_offsets):
-            start = data_offset + r0 * row_bytes
-            if r1 == r0:
-                self.views.append(np.empty((0, dim), dtype=DTYPE))
-                continue
-            aligned = start - start % mmap.ALLOCATIONGRANULARITY
-            m = mmap.mmap(fd, start + (r1 - r0) * row_bytes - aligned,
-                          flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), offset=aligned)
-            self.maps.append(m)
-            self.views.append(np.frombuffer(m, dtype=DTYPE, count=(r1 - r0) * dim, offset=start - aligned)
-                              .reshape(r1 - r0, dim))
-
-    def sync_and_hash(self) -> list[str]:
-        """fsync the layer files (data on disk before the journal names it), then sha256 each layer's rows.
-
-        fsync, not ``mmap.flush``: on Linux both sync the file's dirty pages, and only fsync releases the GIL.
-        """
-        for fd in self.fds:
-            os.fsync(fd)
-        return [hashlib.sha256(memoryview(v.reshape(-1)).cast("B")).hexdigest() for v in self.views]
-
-    def close(self) -> None:
-        self.views = []
-        for m in self.maps:
-            try:
-                m.close()
-            except BufferError:  # a view is still referenced somewhere: unmapped when it is collected
-                pass
-        self.maps = []
+_PENDING = 3  # batches of encoder output that may wait for the filler thread (bounds memory)
 
 
 class _Extraction:
@@ -272,7 +243,11 @@ class _Extraction:
         self.base_timings = dict(self.journal["timings"])
         self._prepare_layer_files()
         self._drop_unverified()
-        resumed = len(self.journal["done"])
+        chunks, done = self.journal["chunks"], self.journal["done"]
+        todo_rows = sum(r1 - r0 for c, (_, _, r0, r1) in enumerate(chunks) if str(c) not in done)
+        check_free_space(self.path, todo_rows * len(self.files) * self.dim * DTYPE.itemsize,
+                         f"the activations of {self.corpus.name}/{self.corpus.split}")
+        resumed = len(done)
         self._encode_all()
         return self._finalize(t_start, time.perf_counter(), resumed)
 
@@ -421,13 +396,26 @@ class _Extraction:
                 del parts[c]
 
     def _encode_all(self) -> None:
+        """Encode the chunks still to do; two threads cast and commit behind the encoder.
+
+        The main thread only streams the corpus and runs the encoder. Each batch's outputs go to the
+        filler thread, which range-checks them and casts them to fp16 into the chunk's buffer (two
+        buffers alternate: one fills while the other is committed). At a chunk's end the committer thread
+        pwrites its rows, hashes and fsyncs them, writes its token part and records the chunk in the
+        journal; it has its own thread so that waiting for the disk never holds up the filler. At most
+        ``_PENDING`` batches of encoder output wait for the filler.
+        """
         from tqdm.auto import tqdm
 
         chunks, done, parts = self.journal["chunks"], self.journal["done"], self.journal["parts"]
         done_tokens = sum(chunks[int(c)][3] - chunks[int(c)][2] for c in done)
         todo = [c for c in range(len(chunks)) if str(c) not in done]
         rank = {c: i for i, c in enumerate(todo)}
-        self.run_encode_s = self.run_write_s = 0.0
+        rows = max((chunks[c][3] - chunks[c][2] for c in todo), default=0)
+        # np.empty reserves address space only: a buffer's pages are touched when first filled, then reused
+        buffers = [np.empty((len(self.files), rows, self.dim), dtype=DTYPE) for _ in range(min(2, len(todo)))]
+        self.run_encode_s = self.run_fill_s = self.run_commit_s = 0.0
+        self.in_flight: deque[Future] = deque()
         self.run_tokens = 0
         t0 = time.perf_counter()
         bar = tqdm(total=self.n_tokens, initial=done_tokens, unit="tok", unit_scale=True, dynamic_ncols=True,
@@ -435,11 +423,10 @@ class _Extraction:
         stream = self._stream()
         fds = [os.open(self.path / f, os.O_RDWR) for f in self.files]
         try:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer") as pool:
-                # The writer keeps the next chunk's rows mapped and pre-faulted ahead of the encoder. It maps
-                # chunk i+2 only after committing (and unmapping) chunk i, so at most two chunks are mapped.
-                maps = {c: pool.submit(self._map_chunk, c, fds) for c in todo[:2]}
-                committed: Future | None = None
+            with ThreadPoolExecutor(1, thread_name_prefix="store-filler") as filler, \
+                    ThreadPoolExecutor(1, thread_name_prefix="store-committer") as committer:
+                commits: list[Future] = []
+                free: list[Future | None] = [None, None]  # commit of the chunk last put in buffers[k]
                 for c, (s0, s1, r0, r1) in enumerate(chunks):
                     need_arrays, need_tokens = str(c) not in done, str(c) not in parts
                     if not need_arrays and not need_tokens:
@@ -447,82 +434,108 @@ class _Extraction:
                             next(stream)
                         continue
                     sentences = [next(stream) for _ in range(s1 - s0)]
-                    cmap = None
+                    buffer, fills = None, []
                     if need_arrays:
-                        cmap = self._encode_chunk(maps.pop(c), sentences, bar)
+                        buffer = buffers[rank[c] % 2][:, : r1 - r0]
+                        fills = self._encode_chunk(filler, free[rank[c] % 2], buffer, sentences, bar)
                         self.run_tokens += r1 - r0
-                    table = token_table(sentences, self.encoder) if need_tokens else None
-                    if committed is not None:
-                        committed.result()
-                    committed = pool.submit(self._commit, c, cmap, table)
-                    if need_arrays and rank[c] + 2 < len(todo):
-                        after = todo[rank[c] + 2]
-                        maps[after] = pool.submit(self._map_chunk, after, fds)
-                if committed is not None:
-                    committed.result()
+                    commits.append(committer.submit(self._commit, c, fds, buffer, fills,
+                                                    sentences if need_tokens else None))
+                    if need_arrays:
+                        free[rank[c] % 2] = commits[-1]
+                for f in commits:
+                    f.result()
         finally:
             for fd in fds:
                 os.close(fd)
             bar.close()
         self.loop_s = time.perf_counter() - t0
 
-    def _map_chunk(self, c: int, fds: list[int]) -> "_ChunkMap":
-        r0, r1 = self.journal["chunks"][c][2:]
-        return _ChunkMap(fds, self.data_offsets, r0, r1, self.dim)
+    @property
+    def run_write_s(self) -> float:
+        """This run's seconds of store work off the encoder's thread: fp16 casts plus chunk commits."""
+        return self.run_fill_s + self.run_commit_s
 
-    def _encode_chunk(self, cmap: Future, sentences: list, bar: Any) -> "_ChunkMap":
-        """Encode the chunk's sentences in length-sorted batches straight into its mapped rows."""
+    def _encode_chunk(self, filler: ThreadPoolExecutor, free: Future | None, buffer: np.ndarray,
+                      sentences: list, bar: Any) -> list[Future]:
+        """Encode the chunk's sentences in length-sorted batches; the filler fills ``buffer`` from them
+        once ``free`` (the commit of the buffer's previous chunk) is done."""
         lengths = [len(s.words) for s in sentences]
         starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-        n_layers = len(self.files)
-        chunk_map = targets = None
+        targets = [_as_tensor(layer) for layer in buffer]
+        want_layers = len(self.files)
+        fills: list[Future] = []
         for batch in length_batches(lengths, self.batch_tokens):
             t0 = time.perf_counter()
             outs = self.encoder.encode([list(sentences[j].words) for j in batch])
             self.run_encode_s += time.perf_counter() - t0
             if len(outs) != len(batch):
                 raise StoreError(f"encoder {self.encoder.name!r} returned {len(outs)} arrays for {len(batch)} sentences")
-            if targets is None:
-                chunk_map = cmap.result()
-                targets = [_as_tensor(v) for v in chunk_map.views]
+            outs = [np.asarray(out) for out in outs]
             for j, out in zip(batch, outs):
-                out = np.asarray(out)
-                want = (n_layers, lengths[j], self.dim)
+                want = (want_layers, lengths[j], self.dim)
                 if out.shape != want or not np.issubdtype(out.dtype, np.floating):
                     raise StoreError(
                         f"encoder {self.encoder.name!r} returned {out.dtype} {out.shape} for sentence "
                         f"{sentences[j].id!r}, expected float32 {want} (layers, words, dim)"
                     )
-                lo, hi = out.min(), out.max()  # NaN propagates into both and fails the test below
-                if not (-FP16_MAX <= lo and hi <= FP16_MAX):
-                    what = "non-finite values" if not np.isfinite([lo, hi]).all() else f"values in [{lo:g}, {hi:g}]"
-                    raise StoreError(
-                        f"encoder {self.encoder.name!r} returned {what} for sentence {sentences[j].id!r}; "
-                        f"the store keeps fp16 (|x| <= {FP16_MAX:g})"
-                    )
-                src = _as_tensor(out)
-                for layer, target in enumerate(targets):  # torch casts to fp16 ~15x faster than numpy
-                    target[starts[j]:starts[j + 1]].copy_(src[layer])
+            fills.append(filler.submit(self._fill, None if fills else free, targets,
+                                       [(starts[j], starts[j + 1], sentences[j].id) for j in batch], outs))
+            self.in_flight.append(fills[-1])
+            if len(self.in_flight) > _PENDING:  # across chunks: a filler held up by a commit stops the encoder
+                self.in_flight.popleft().result()
             bar.update(sum(lengths[j] for j in batch))
-        return chunk_map if chunk_map is not None else cmap.result()
+        return fills
 
-    def _commit(self, c: int, cmap: "_ChunkMap | None", table: Any) -> None:
-        """Flush chunk ``c``'s rows and/or write its token part, then record it in the journal atomically."""
+    def _fill(self, free: Future | None, targets: list["torch.Tensor"], rows: list[tuple[int, int, str]],
+              outs: list[np.ndarray]) -> None:
+        """Check one batch's outputs fit fp16 and cast them into their rows of the chunk buffer (filler thread)."""
+        if free is not None:
+            free.result()
         t0 = time.perf_counter()
-        if cmap is not None:
-            hashes = dict(zip(self.files, cmap.sync_and_hash()))
-            cmap.close()
-        if table is not None:
+        for (a, b, sentence_id), out in zip(rows, outs):
+            lo, hi = out.min(), out.max()  # NaN propagates into both and fails the test below
+            if not (-FP16_MAX <= lo and hi <= FP16_MAX):
+                what = "non-finite values" if not np.isfinite([lo, hi]).all() else f"values in [{lo:g}, {hi:g}]"
+                raise StoreError(
+                    f"encoder {self.encoder.name!r} returned {what} for sentence {sentence_id!r}; "
+                    f"the store keeps fp16 (|x| <= {FP16_MAX:g})"
+                )
+            src = _as_tensor(out)
+            for layer, target in enumerate(targets):  # torch casts to fp16 ~15x faster than numpy
+                target[a:b].copy_(src[layer])
+        self.run_fill_s += time.perf_counter() - t0
+
+    def _commit(self, c: int, fds: list[int], buffer: np.ndarray | None, fills: list[Future],
+                sentences: list | None) -> None:
+        """Write chunk ``c``'s rows and/or its token part, then record it in the journal atomically (committer thread).
+
+        Rows are fsynced before the journal names them, so a committed chunk survives a crash of the machine,
+        not just of the process; resuming re-hashes committed chunks anyway.
+        """
+        for f in fills:  # re-raises a failed range check
+            f.result()
+        t0 = time.perf_counter()
+        if buffer is not None:
+            r0 = self.journal["chunks"][c][2]
+            row_bytes = self.dim * DTYPE.itemsize
+            hashes = {}
+            for name, fd, offset, rows in zip(self.files, fds, self.data_offsets, buffer):
+                _write_rows(fd, offset + r0 * row_bytes, rows)
+                hashes[name] = hashlib.sha256(memoryview(rows.reshape(-1)).cast("B")).hexdigest()
+            for fd in fds:
+                os.fsync(fd)
+        if sentences is not None:
             part = self.path / token_part_file(c)
             part.parent.mkdir(exist_ok=True)
             with atomic_path(part) as tmp:
-                write_part(table, tmp)
+                write_part(token_table(sentences, self.encoder), tmp)
                 part_hash = sha256_file(tmp)
-        if cmap is not None:
+        if buffer is not None:
             self.journal["done"][str(c)] = hashes
-        if table is not None:
+        if sentences is not None:
             self.journal["parts"][str(c)] = part_hash
-        self.run_write_s += time.perf_counter() - t0
+        self.run_commit_s += time.perf_counter() - t0
         self.journal["timings"].update(encode_s=self.base_timings["encode_s"] + self.run_encode_s,
                                        write_s=self.base_timings["write_s"] + self.run_write_s)
         self._write_journal()
