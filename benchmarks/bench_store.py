@@ -17,6 +17,8 @@
     gathers of random rows (sorted and unsorted).
 (c) Peak RSS (VmHWM, and ``ru_maxrss``) of a fresh process extracting ``--big-tokens`` tokens (dim 1024, 3 layers)
     from a streamed synthetic corpus, next to the same process doing everything but the extraction.
+(d) The issue's scenario, in fresh processes: ``--model`` (the bundled default ELMo) on ``--corpus``/``--split``
+    (UD EWT train, 204,577 words, from $PROBING_DATA), extract() against the encoder alone, with peak RSS.
 """
 
 from __future__ import annotations
@@ -256,11 +258,10 @@ def bench_read(store: Store, args) -> None:
 RSS_CHILD = """
 import resource, sys, time
 sys.path.insert(0, {bench!r})
-def peak():  # VmHWM: this process's own high-water mark (ru_maxrss also counts the parent's RSS at fork)
-    hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-    return int(hwm.split()[1]), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 import torch  # extract() uses it for the fp16 cast; the baseline loads it too
-from bench_store import SyntheticCorpus, TableEncoder
+from bench_store import SyntheticCorpus, TableEncoder, peak_kib
+def peak():
+    return peak_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 from probing.store import extract
 corpus, encoder = SyntheticCorpus({n}), TableEncoder({dim}, {layers})
 encoder.encode([["w1", "w2"]])
@@ -318,6 +319,64 @@ def bench_rss(args, workdir: Path) -> Store:
     return keep
 
 
+REAL_CHILD = """
+import sys, time
+sys.path.insert(0, {bench!r})
+import torch
+torch.set_num_threads({threads})
+from bench_store import encoder_alone, peak_kib
+from probing.corpora import load
+from probing.encoders import get_encoder
+from probing.store import extract
+corpus, encoder = load({corpus!r}, {split!r}), get_encoder({model!r})
+encoder.encode([["warm", "up"]])
+if {do_extract}:
+    t0 = time.perf_counter()
+    store = extract(encoder, corpus, cache_dir={cache!r}, chunk_tokens={chunk}, batch_tokens={batch}, progress=False)
+    print(len(store), time.perf_counter() - t0, peak_kib())
+else:
+    wall, _ = encoder_alone(encoder, corpus, {chunk}, {batch})
+    print(sum(len(s.words) for s in corpus), wall, peak_kib())
+"""
+
+
+def peak_kib() -> int:
+    """This process's peak RSS (VmHWM; ``ru_maxrss`` would also count the parent's RSS at fork)."""
+    return int([line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0].split()[1])
+
+
+def bench_real(args, workdir: Path) -> None:
+    """(d) The issue's scenario: a registry model on a real corpus, each run in a fresh process."""
+    def child(do_extract: bool, i: int) -> tuple[int, float, int]:
+        code = REAL_CHILD.format(bench=str(Path(__file__).parent), threads=args.threads or 1, corpus=args.corpus,
+                                 split=args.split, model=args.model, do_extract=do_extract,
+                                 cache=str(workdir / f"real-{i}"), chunk=args.chunk_tokens, batch=args.batch_tokens)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(out.stderr[-2000:])
+        tokens, wall, hwm = out.stdout.split()
+        return int(tokens), float(wall), int(hwm) * 1024
+
+    try:
+        runs = [(child(False, i), child(True, i)) for i in range(args.repeat)]
+    except RuntimeError as e:
+        print(f"\n(d) skipped: {args.model} on {args.corpus}/{args.split} did not run (set PROBING_DATA?):\n{e}")
+        return
+    tokens = runs[0][0][0]
+    alone = np.array([a[1] for a, _ in runs])
+    stored = np.array([s[1] for _, s in runs])
+    rows = [[f"{args.model} on {args.corpus}/{args.split}", f"{tokens:,}", f"{tokens / alone.min():,.0f}",
+             f"{tokens / stored.min():,.0f}", f"{100 * (stored.min() / alone.min() - 1):+.1f}%",
+             f"{100 * (np.median(stored) / np.median(alone) - 1):+.1f}%",
+             f"{max(a[2] for a, _ in runs) / 1e6:,.0f}", f"{max(s[2] for _, s in runs) / 1e6:,.0f}"]]
+    table(f"(d) a real corpus, {args.repeat} interleaved runs each in fresh processes, torch threads={args.threads or 1}",
+          ["run", "tokens", "alone tok/s (best)", "extract() tok/s (best)", "wall overhead (best)", "(median)",
+           "alone peak RSS MB", "extract() peak RSS MB"], rows)
+    print("alone = the corpus parsed once and encoded in extract()'s batches. extract() parses it once too: that pass\n"
+          "gives its content key, the sentence lengths and a copy of the sentences that it replays to the encoder.\n"
+          "Peak RSS = VmHWM of the whole process (model, corpus reader and, for extract(), the store's buffers).")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workdir", type=Path, help="where stores are written (default: a temporary directory)")
@@ -334,6 +393,10 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=1024)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--gather-rows", type=int, default=20000)
+    p.add_argument("--model", default="default", help="registry model for (d) (default: the bundled default ELMo)")
+    p.add_argument("--corpus", default="ud-ewt", help="dataset for (d); found through $PROBING_DATA (default ud-ewt)")
+    p.add_argument("--split", default="train", help="split for (d) (default train: 204,577 words)")
+    p.add_argument("--skip-real", action="store_true", help="skip (d)")
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-store-", dir=args.workdir))
     if args.threads:
@@ -345,6 +408,8 @@ def main() -> None:
         bench_extract(args, workdir)
         store = bench_rss(args, workdir)
         bench_read(store, args)
+        if not args.skip_real:
+            bench_real(args, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

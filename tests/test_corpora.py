@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import nltk.data
+import numpy as np
 import pytest
 
 from probing.corpora import (
@@ -79,6 +80,25 @@ def test_fingerprint_follows_documented_encoding():
     ):
         h.update(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
     assert Corpus.from_sentences(two_sentences(), name="x").fingerprint() == h.hexdigest()
+
+
+def test_the_fingerprinted_copy_hashes_to_the_fingerprint_and_replays_every_sentence(tmp_path):
+    corpus = Corpus.from_sentences(two_sentences(), name="x", split="dev")
+    copy = tmp_path / "copy.jsonl"
+    with open(copy, "wb") as f:
+        fp, lengths = corpus.fingerprint_and_lengths(copy_to=f)
+    assert fp == corpus.fingerprint() == hashlib.sha256(copy.read_bytes()).hexdigest()
+    assert lengths.dtype == np.int64 and lengths.tolist() == [3, 1]
+    replay = Corpus.from_records(copy, name="x", split="dev")
+    assert list(replay) == two_sentences()  # dataclass equality: ids, words and every annotation
+    assert replay.fingerprint() == fp
+    lines = copy.read_bytes().splitlines(keepends=True)
+    (tmp_path / "bad.jsonl").write_bytes(lines[0] + lines[1] + b'["s9", "d"]\n')
+    with pytest.raises(CorpusFormatError, match=r"bad.jsonl:3: expected one sentence record"):
+        list(Corpus.from_records(tmp_path / "bad.jsonl", name="x", split="dev"))
+    (tmp_path / "headless.jsonl").write_bytes(lines[1])
+    with pytest.raises(CorpusFormatError, match=r"headless.jsonl:1: expected the header 'probing-corpus/1'"):
+        list(Corpus.from_records(tmp_path / "headless.jsonl", name="x", split="dev"))
 
 
 def test_fingerprint_changes_with_one_tag_and_only_with_content():

@@ -190,6 +190,31 @@ def test_cache_hit_reads_only_encoder_metadata_and_rewrites_nothing(tmp_path):
                    progress=False).path == first.path
 
 
+def test_a_toolkit_corpus_is_parsed_once_per_extraction(tmp_path):
+    from probing.corpora.base import Corpus, Sentence
+
+    fakes = make_corpus(25, seed=3)._sentences
+    passes = []
+
+    def stream():
+        passes.append(1)
+        return (Sentence(id=s.id, doc_id=s.doc_id, words=list(s.words)) for s in fakes)
+
+    corpus = Corpus(stream, name="counted", split="test")
+    fp, lengths = corpus.fingerprint_and_lengths()
+    assert fp == corpus.fingerprint() and lengths.tolist() == [len(s.words) for s in fakes]
+    passes.clear()
+    store = extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
+    # parsing a big corpus costs seconds a pass: key, lengths and the sentences to encode come from one
+    assert len(passes) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [store.path.name], "the corpus copy is removed"
+    assert np.array_equal(store.layer(2, dtype=np.float32),
+                          reference_layers(FakeEncoder(), make_corpus(25, seed=3))[2].astype(np.float32))
+    passes.clear()
+    extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
+    assert len(passes) == 1, "a cache hit reads the corpus once, for its key"
+
+
 def test_key_changes_with_corpus_or_encoder_content(tmp_path):
     corpus = make_corpus(20)
     base = extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW).path

@@ -6,8 +6,10 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids")
@@ -134,10 +136,47 @@ class Corpus:
         (absent annotations are ``null``, sense tuples are lists) followed by ``\\n``. Name, split, source
         and licence are not part of it: equal content gives an equal fingerprint.
         """
-        h = hashlib.sha256(FINGERPRINT_VERSION.encode("ascii") + b"\n")
+        return self.fingerprint_and_lengths()[0]
+
+    def fingerprint_and_lengths(self, copy_to: IO[bytes] | None = None) -> tuple[str, np.ndarray]:
+        """:meth:`fingerprint` and every sentence's word count (int64), from one pass over the corpus.
+
+        With ``copy_to``, the hashed bytes are also written there: a file whose sha256 is the fingerprint
+        and that :meth:`from_records` streams back about 20x faster than parsing CoNLL-U again. The
+        activation store asks for all three, so a big corpus is parsed once per extraction.
+        """
+        head = FINGERPRINT_VERSION.encode("ascii") + b"\n"
+        h = hashlib.sha256(head)
+        if copy_to is not None:
+            copy_to.write(head)
+        lengths = []
         for s in self:
-            h.update(_fingerprint_record(s))
-        return h.hexdigest()
+            record = _fingerprint_record(s)
+            h.update(record)
+            if copy_to is not None:
+                copy_to.write(record)
+            lengths.append(len(s.words))
+        return h.hexdigest(), np.array(lengths, dtype=np.int64)
+
+    @classmethod
+    def from_records(cls, path: str | Path, *, name: str, split: str, **kwargs) -> Corpus:
+        """Stream the file that ``fingerprint_and_lengths(copy_to=...)`` wrote, as a Corpus."""
+        path = Path(path)
+
+        def records() -> Iterator[Sentence]:
+            with open(path, "rb") as f:
+                if f.readline().rstrip(b"\n") != FINGERPRINT_VERSION.encode("ascii"):
+                    raise CorpusFormatError(f"{path}:1: expected the header {FINGERPRINT_VERSION!r}")
+                for lineno, line in enumerate(f, start=2):
+                    try:
+                        id_, doc_id, words, upos, xpos, lemmas, senses, instance_ids = json.loads(line)
+                    except (ValueError, TypeError) as e:
+                        raise CorpusFormatError(f"{path}:{lineno}: expected one sentence record: {e}") from None
+                    yield make_sentence(f"{path}:{lineno}", id=id_, doc_id=doc_id, words=words, upos=upos,
+                                        xpos=xpos, lemmas=lemmas, instance_ids=instance_ids,
+                                        senses=None if senses is None else [tuple(k) for k in senses])
+
+        return cls(records, name=name, split=split, source=str(path), **kwargs)
 
     def token_table(self) -> pd.DataFrame:
         """One row per token with DESIGN.md's token-table columns (all but ``oov``); missing values are ``""``."""
