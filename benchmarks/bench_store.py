@@ -341,8 +341,14 @@ else:
 
 
 def peak_kib() -> int:
-    """This process's peak RSS (VmHWM; ``ru_maxrss`` would also count the parent's RSS at fork)."""
-    return int([line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0].split()[1])
+    """This process's peak RSS in KiB: VmHWM where /proc has it (``ru_maxrss`` also counts the parent's RSS
+    at fork, so it is only the fallback)."""
+    hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+    if hwm:
+        return int(hwm[0].split()[1])
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def bench_real(args, workdir: Path) -> None:
