@@ -182,7 +182,6 @@ def _neighbors(args: argparse.Namespace) -> int:
         return 0
 
     from .encoders import get_encoder
-    from ._io import human_size
     from .experiment import extract_activations
 
     store = extract_activations(args.model, args.corpus, args.split, path=args.path, cache_dir=args.cache,

@@ -64,8 +64,8 @@ class EncoderLike(Protocol):
 
 
 class CorpusLike(Protocol):
-    """DESIGN.md's Corpus. One that also has ``fingerprint_and_lengths() -> (str, int64 array of words per
-    sentence)`` (as ``probing.corpora.Corpus`` does) is read once before encoding instead of twice."""
+    """DESIGN.md's Corpus. One that also has ``fingerprint_and_lengths(copy_to=)`` and ``from_records`` (as
+    ``probing.corpora.Corpus`` does) is parsed once per extraction instead of three times."""
 
     name: str
     split: str
@@ -289,7 +289,7 @@ class _Extraction:
         """Count words per sentence (one streaming pass, unless the corpus counted them with its
         fingerprint) and pick this shard's sentence range."""
         t0 = time.perf_counter()
-        lengths = None if self.corpus_lengths is None else np.asarray(self.corpus_lengths, dtype=np.int64)
+        lengths = self.corpus_lengths
         if lengths is None:
             lengths = np.fromiter((len(s.words) for s in self._items()), dtype=np.int64)
         self.corpus_sentences = len(lengths)
