@@ -23,8 +23,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import h5py
 import numpy as np
@@ -36,17 +36,29 @@ from probing.elmo.chars import batch_char_ids
 from probing.elmo.model import BiLM, cpu_flags, onednn_fp32_is_exact, onednn_fp32_route
 
 ORIGINAL = {
-    "lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-             "use_skip_connections": True},
-    "char_cnn": {"embedding": {"dim": 16},
-                 "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-                 "n_highway": 2, "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"},
+    "lstm": {
+        "dim": 4096,
+        "projection_dim": 512,
+        "n_layers": 2,
+        "cell_clip": 3,
+        "proj_clip": 3,
+        "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "embedding": {"dim": 16},
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "n_highway": 2,
+        "n_characters": 262,
+        "max_characters_per_token": 50,
+        "activation": "relu",
+    },
 }
 ALLENNLP_TOKENS_PER_S = 120.0  # AllenNLP's own ELMo on this machine class (2 threads, batch 64)
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "elmo_allennlp"
 
 
 # ---------------------------------------------------------------- the straightforward reference
+
 
 def reference_forward(bilm: BiLM, ids: Tensor) -> Tensor:
     """All layers ``(n_layers + 1, B, T, 2P)`` of a padded batch, boundaries included, zero initial state."""
@@ -74,7 +86,7 @@ def _reference_direction(direction, x: Tensor, mask: Tensor, opts: ElmoOptions, 
         w, bias, w_p = direction.weight[layer], direction.bias[layer], direction.proj[layer]
         h, c = x.new_zeros(b, p), x.new_zeros(b, opts.lstm_dim)
         out = torch.zeros_like(x)
-        for s in (range(t - 1, -1, -1) if backward else range(t)):  # backward: state stays 0 over padding
+        for s in range(t - 1, -1, -1) if backward else range(t):  # backward: state stays 0 over padding
             i, j, f, o = (torch.cat([x[:, s], h], 1) @ w + bias).chunk(4, 1)
             c_new = torch.clamp(torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j), -cell_clip, cell_clip)
             h_new = torch.clamp((torch.sigmoid(o) * torch.tanh(c_new)) @ w_p, -proj_clip, proj_clip)
@@ -93,13 +105,16 @@ def reference_embed(model: Elmo, sentences: Sequence[Sequence[str]], batch_size:
     """``Elmo.embed`` done the AllenNLP way: batches in input order, padded to their longest sentence."""
     out = []
     for start in range(0, len(sentences), batch_size):
-        batch = sentences[start:start + batch_size]
-        layers = reference_forward(model.bilm, torch.from_numpy(batch_char_ids(batch, model.options.max_characters_per_token)))
-        out += [layers[:, k, 1:len(s) + 1].numpy().copy() for k, s in enumerate(batch)]
+        batch = sentences[start : start + batch_size]
+        layers = reference_forward(
+            model.bilm, torch.from_numpy(batch_char_ids(batch, model.options.max_characters_per_token))
+        )
+        out += [layers[:, k, 1 : len(s) + 1].numpy().copy() for k, s in enumerate(batch)]
     return out
 
 
 # ---------------------------------------------------------------- measurements
+
 
 def model_flops_per_token(opts: ElmoOptions) -> float:
     """Multiply-adds x 2 per token of the plain model (char CNN over every slot, both LSTM directions)."""
@@ -124,7 +139,7 @@ def gemm_gflops(dtype: torch.dtype, onednn: bool, size: int = 2048, repeats: int
             t0 = time.perf_counter()
             a @ b
             best = min(best, time.perf_counter() - t0)
-    return 2 * size ** 3 / best / 1e9
+    return 2 * size**3 / best / 1e9
 
 
 def timed(fn, repeats: int) -> list[float]:
@@ -145,9 +160,10 @@ def fixture_diffs(precision: str) -> tuple[list[float], list[float]]:
     lines = [l.split() for l in (FIXTURE / "input.txt").read_text(encoding="utf-8").splitlines()]
     out = []
     for stateful, name in ((True, "expected_all_layers.hdf5"), (False, "expected_all_layers_stateless.hdf5")):
-        m = Elmo.from_files(FIXTURE / "options.json", FIXTURE / "lm_weights.hdf5", stateful=stateful,
-                            precision=precision)
-        got = [v for start in range(0, len(lines), 3) for v in m.embed(lines[start:start + 3], batch_size=3)]
+        m = Elmo.from_files(
+            FIXTURE / "options.json", FIXTURE / "lm_weights.hdf5", stateful=stateful, precision=precision
+        )
+        got = [v for start in range(0, len(lines), 3) for v in m.embed(lines[start : start + 3], batch_size=3)]
         with h5py.File(FIXTURE / name, "r") as f:
             out.append(layer_diffs(got, [f[str(i)][...] for i in range(len(lines))]))
     return out[0], out[1]
@@ -197,18 +213,26 @@ def main(argv: list[str] | None = None) -> int:
     ref_set = sentences[:n_ref]
     n_tok, n_ref_tok = sum(map(len, fast_set)), sum(map(len, ref_set))
     flags = cpu_flags()
-    print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch_size}; CPU flags: "
-          f"avx512_bf16={'avx512_bf16' in flags}, amx={'amx_tile' in flags}; "
-          f"oneDNN fp32 route: {'on' if onednn_fp32_is_exact() else 'off'}")
-    slots = sum((max(map(len, ref_set[i:i + args.batch_size])) + 2) * len(ref_set[i:i + args.batch_size])
-                for i in range(0, len(ref_set), args.batch_size))
-    print(f"sentences: {source}; fast modes {len(fast_set)} sentences / {n_tok} tokens, reference "
-          f"{len(ref_set)} / {n_ref_tok} ({100 * (1 - (n_ref_tok + 2 * len(ref_set)) / slots):.0f}% of its "
-          f"slots are padding); load average (1, 5, 15 min) at start {_load()}")
+    print(
+        f"torch {torch.__version__}, {args.threads} threads, batch {args.batch_size}; CPU flags: "
+        f"avx512_bf16={'avx512_bf16' in flags}, amx={'amx_tile' in flags}; "
+        f"oneDNN fp32 route: {'on' if onednn_fp32_is_exact() else 'off'}"
+    )
+    slots = sum(
+        (max(map(len, ref_set[i : i + args.batch_size])) + 2) * len(ref_set[i : i + args.batch_size])
+        for i in range(0, len(ref_set), args.batch_size)
+    )
+    print(
+        f"sentences: {source}; fast modes {len(fast_set)} sentences / {n_tok} tokens, reference "
+        f"{len(ref_set)} / {n_ref_tok} ({100 * (1 - (n_ref_tok + 2 * len(ref_set)) / slots):.0f}% of its "
+        f"slots are padding); load average (1, 5, 15 min) at start {_load()}"
+    )
 
-    peaks = {"fp32 MKL": gemm_gflops(torch.float32, onednn=False),
-             "fp32 oneDNN": gemm_gflops(torch.float32, onednn=True) if onednn_fp32_is_exact() else 0.0,
-             "bf16": gemm_gflops(torch.bfloat16, onednn=False)}
+    peaks = {
+        "fp32 MKL": gemm_gflops(torch.float32, onednn=False),
+        "fp32 oneDNN": gemm_gflops(torch.float32, onednn=True) if onednn_fp32_is_exact() else 0.0,
+        "bf16": gemm_gflops(torch.bfloat16, onednn=False),
+    }
     peak = max(peaks["fp32 MKL"], peaks["fp32 oneDNN"])
     print("2048^3 GEMM peak (GFLOPS): " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items() if v))
 
@@ -238,19 +262,22 @@ def main(argv: list[str] | None = None) -> int:
         times = timed(lambda: model.embed(fast_set, batch_size=args.batch_size), repeats)
         best, median = n_tok / min(times), n_tok / statistics.median(times)
         rows.append((f"fast {precision}", best, median, diffs, fixture_diffs(precision)))
-        print(f"  {precision}: {', '.join(f'{n_tok / t:.0f}' for t in times)} tokens/s (load {_load()})",
-              flush=True)
+        print(f"  {precision}: {', '.join(f'{n_tok / t:.0f}' for t in times)} tokens/s (load {_load()})", flush=True)
     rows.insert(0, ("reference (AllenNLP way)", ref_speed, ref_speed, [0.0] * 3, None))
 
-    print(f"\nELMo original architecture, random weights, {args.threads} threads, batch {args.batch_size}; "
-          f"{flops / 1e6:.0f} MFLOP/token; fp32 GEMM peak {peak:.0f} GFLOPS; AllenNLP = {ALLENNLP_TOKENS_PER_S:.0f} tok/s")
+    print(
+        f"\nELMo original architecture, random weights, {args.threads} threads, batch {args.batch_size}; "
+        f"{flops / 1e6:.0f} MFLOP/token; fp32 GEMM peak {peak:.0f} GFLOPS; AllenNLP = {ALLENNLP_TOKENS_PER_S:.0f} tok/s"
+    )
     head = f"{'mode':<26}{'tok/s best':>11}{'median':>8}{'x AllenNLP':>11}{'x ref':>7}{'GFLOPS':>8}{'% peak':>8}"
     print(head + "   max abs diff vs fp32 reference per layer")
     print("-" * (len(head) + 38))
     for name, best, median, diffs, _ in rows:
-        print(f"{name:<26}{best:>11.0f}{median:>8.0f}{best / ALLENNLP_TOKENS_PER_S:>11.2f}"
-              f"{best / ref_speed:>7.2f}{best * flops / 1e9:>8.1f}{100 * best * flops / 1e9 / peak:>7.0f}%"
-              f"   {fmt(diffs) if name != rows[0][0] else '-'}")
+        print(
+            f"{name:<26}{best:>11.0f}{median:>8.0f}{best / ALLENNLP_TOKENS_PER_S:>11.2f}"
+            f"{best / ref_speed:>7.2f}{best * flops / 1e9:>8.1f}{100 * best * flops / 1e9 / peak:>7.0f}%"
+            f"   {fmt(diffs) if name != rows[0][0] else '-'}"
+        )
     print("\nAllenNLP fixture, max abs diff per layer (layer 0, 1, 2):")
     for name, _, _, _, fix in rows[1:]:
         print(f"  {name}: stateful {fmt(fix[0])}; stateless {fmt(fix[1])}")

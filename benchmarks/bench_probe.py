@@ -99,13 +99,17 @@ def main() -> None:
     print(f"\nC={args.C}, tol={args.tol}, max_iter={args.max_iter}, threads={args.threads}")
     print("objective = mean cross-entropy + ||W||^2 / (2 C n), float64, on the training rows; lower is")
     print("closer to the common optimum. 'done' = stopped before max_iter.")
-    print(f"{'solver':36s} {'fit s':>8s} {'iters':>6s} {'done':>5s} {'train acc':>10s} {'test acc':>9s} {'objective':>14s}")
+    print(
+        f"{'solver':36s} {'fit s':>8s} {'iters':>6s} {'done':>5s} {'train acc':>10s} {'test acc':>9s} {'objective':>14s}"
+    )
     for name, secs, n_iter, tr, te, obj in rows:
         done = "yes" if n_iter < args.max_iter else "no"
         print(f"{name:36s} {secs:8.1f} {n_iter:6d} {done:>5s} {100 * tr:10.2f} {100 * te:9.2f} {obj:14.8f}")
     if len(rows) == 2:
-        print(f"speed-up: {rows[1][1] / rows[0][1]:.1f}x; test accuracy difference "
-              f"{100 * (rows[0][4] - rows[1][4]):+.2f} points")
+        print(
+            f"speed-up: {rows[1][1] / rows[0][1]:.1f}x; test accuracy difference "
+            f"{100 * (rows[0][4] - rows[1][4]):+.2f} points"
+        )
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ class TorchMixEncoder:
         self.torch = torch
         self.name, self.dim, self.layer_names = "torch-mix", dim, [str(i) for i in range(n_layers)]
         self.emb = torch.randn(len(VOCAB), dim, generator=g) * 0.5
-        self.weights = [torch.randn(dim, dim, generator=g) / dim ** 0.5 for _ in range(n_layers - 1)]
+        self.weights = [torch.randn(dim, dim, generator=g) / dim**0.5 for _ in range(n_layers - 1)]
         self.fingerprint = hashlib.sha256(f"torch-mix|{dim}|{n_layers}".encode()).hexdigest()
 
     def encode(self, sentences):
@@ -117,7 +117,7 @@ class SleepEncoder:
         n = sum(len(s) for s in sentences)
         time.sleep(n * self.seconds_per_token)
         offsets = np.cumsum([0] + [len(s) for s in sentences]) % (self.out.shape[1] - 512)
-        return [self.out[:, a:a + len(s)] for a, s in zip(offsets, sentences)]
+        return [self.out[:, a : a + len(s)] for a, s in zip(offsets, sentences)]
 
     def oov_mask(self, words):
         return np.zeros(len(words), dtype=bool)
@@ -162,8 +162,9 @@ def with_store(encoder, corpus, workdir: Path, chunk_tokens: int, batch_tokens: 
     free of the run-to-run drift of the encoder's own speed on a shared machine."""
     cache = Path(tempfile.mkdtemp(dir=workdir))
     t0, c0 = time.perf_counter(), time.process_time()
-    store = extract(encoder, corpus, cache_dir=cache, chunk_tokens=chunk_tokens, batch_tokens=batch_tokens,
-                    progress=False)
+    store = extract(
+        encoder, corpus, cache_dir=cache, chunk_tokens=chunk_tokens, batch_tokens=batch_tokens, progress=False
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     timings = store.manifest["timings"]
     shutil.rmtree(cache)
@@ -180,20 +181,37 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 def bench_extract(args, workdir: Path) -> None:
-    cases = [("GPU-like: CPU idle 100 us/token, dim 1024 x3", SleepEncoder, args.fast_tokens),
-             ("torch-mix dim 1024 x3, CPU-bound, ~6 MFLOP/token", TorchMixEncoder, args.fast_tokens)]
+    cases = [
+        ("GPU-like: CPU idle 100 us/token, dim 1024 x3", SleepEncoder, args.fast_tokens),
+        ("torch-mix dim 1024 x3, CPU-bound, ~6 MFLOP/token", TorchMixEncoder, args.fast_tokens),
+    ]
     if not args.skip_elmo:
         from probing.elmo import Elmo, hub
 
         fixture = ROOT / "tests" / "fixtures" / "elmo_allennlp"
-        cases.append(("ELMo test fixture (dim 32)",
-                      lambda: ElmoAdapter(Elmo.from_files(fixture / "options.json", fixture / "lm_weights.hdf5"),
-                                          "elmo-fixture"), args.fixture_tokens))
-        cases.append(("ELMo 'original' arch, random weights (dim 1024)",
-                      lambda: ElmoAdapter(Elmo.random(hub.get("original").architecture, seed=0), "elmo-original"),
-                      args.elmo_tokens))
-        cases.append(("bundled default ELMo (dim 256)",
-                      lambda: ElmoAdapter(Elmo.from_pretrained("default"), "elmo-default"), args.default_tokens))
+        cases.append(
+            (
+                "ELMo test fixture (dim 32)",
+                lambda: ElmoAdapter(
+                    Elmo.from_files(fixture / "options.json", fixture / "lm_weights.hdf5"), "elmo-fixture"
+                ),
+                args.fixture_tokens,
+            )
+        )
+        cases.append(
+            (
+                "ELMo 'original' arch, random weights (dim 1024)",
+                lambda: ElmoAdapter(Elmo.random(hub.get("original").architecture, seed=0), "elmo-original"),
+                args.elmo_tokens,
+            )
+        )
+        cases.append(
+            (
+                "bundled default ELMo (dim 256)",
+                lambda: ElmoAdapter(Elmo.from_pretrained("default"), "elmo-default"),
+                args.default_tokens,
+            )
+        )
     rows = []
     for label, make, n_tokens in cases:
         encoder, corpus = make(), SyntheticCorpus(n_tokens)
@@ -205,18 +223,41 @@ def bench_extract(args, workdir: Path) -> None:
         alone, stored = np.array(alone), np.array(stored)
         (a_wall, a_cpu), (s_wall, s_cpu, inside) = np.median(alone, axis=0), np.median(stored, axis=0)
         a_best, s_best = alone[:, 0].min(), stored[:, 0].min()
-        rows.append([label, f"{n_tokens:,}", f"{n_tokens / a_best:,.0f}", f"{n_tokens / s_best:,.0f}",
-                     f"{100 * (s_best / a_best - 1):+.1f}%", f"{100 * (s_wall / a_wall - 1):+.1f}%",
-                     f"{100 * (inside - 1):+.1f}%", f"{100 * (s_cpu / a_cpu - 1):+.1f}%",
-                     f"{n_tokens * encoder.dim * len(encoder.layer_names) * 2 / 1e6:,.0f}"])
-    table(f"(a) extraction, chunk_tokens={args.chunk_tokens}, batch_tokens={args.batch_tokens}, "
-          f"{args.repeat} interleaved runs each, torch threads={args.threads}",
-          ["encoder", "tokens", "alone tok/s (best)", "extract() tok/s (best)", "wall overhead (best)",
-           "(median)", "in-run overhead", "CPU overhead", "written MB"], rows)
-    print("wall overhead: best (and median) extract() wall time over the encoder alone's. in-run overhead: median of\n"
-          "extract()'s wall time over the seconds it spent inside encoder.encode in that same run (the store's cost on\n"
-          "the encoding thread, immune to the encoder's speed drifting between runs on a shared machine). CPU overhead:\n"
-          "extra CPU seconds of all threads (casts, hashing, token tables, corpus passes) over the encoder's.")
+        rows.append(
+            [
+                label,
+                f"{n_tokens:,}",
+                f"{n_tokens / a_best:,.0f}",
+                f"{n_tokens / s_best:,.0f}",
+                f"{100 * (s_best / a_best - 1):+.1f}%",
+                f"{100 * (s_wall / a_wall - 1):+.1f}%",
+                f"{100 * (inside - 1):+.1f}%",
+                f"{100 * (s_cpu / a_cpu - 1):+.1f}%",
+                f"{n_tokens * encoder.dim * len(encoder.layer_names) * 2 / 1e6:,.0f}",
+            ]
+        )
+    table(
+        f"(a) extraction, chunk_tokens={args.chunk_tokens}, batch_tokens={args.batch_tokens}, "
+        f"{args.repeat} interleaved runs each, torch threads={args.threads}",
+        [
+            "encoder",
+            "tokens",
+            "alone tok/s (best)",
+            "extract() tok/s (best)",
+            "wall overhead (best)",
+            "(median)",
+            "in-run overhead",
+            "CPU overhead",
+            "written MB",
+        ],
+        rows,
+    )
+    print(
+        "wall overhead: best (and median) extract() wall time over the encoder alone's. in-run overhead: median of\n"
+        "extract()'s wall time over the seconds it spent inside encoder.encode in that same run (the store's cost on\n"
+        "the encoding thread, immune to the encoder's speed drifting between runs on a shared machine). CPU overhead:\n"
+        "extra CPU seconds of all threads (casts, hashing, token tables, corpus passes) over the encoder's."
+    )
 
 
 def bench_read(store: Store, args) -> None:
@@ -239,20 +280,51 @@ def bench_read(store: Store, args) -> None:
 
     rows = []
     t = best(lambda: store.layer(1, dtype=np.float32))
-    rows.append(["whole layer -> float32 (layer(k, dtype=float32))", f"{n:,} x {d}", f"{nbytes / 1e9 / t:.2f}",
-                 f"{2 * nbytes / 1e9 / t:.2f}", f"{t * 1e3:.0f}"])
+    rows.append(
+        [
+            "whole layer -> float32 (layer(k, dtype=float32))",
+            f"{n:,} x {d}",
+            f"{nbytes / 1e9 / t:.2f}",
+            f"{2 * nbytes / 1e9 / t:.2f}",
+            f"{t * 1e3:.0f}",
+        ]
+    )
     t = best(lambda: np.array(layer))
-    rows.append(["whole layer fp16 copy (np.array(layer(k)))", f"{n:,} x {d}", f"{nbytes / 1e9 / t:.2f}",
-                 f"{nbytes / 1e9 / t:.2f}", f"{t * 1e3:.0f}"])
+    rows.append(
+        [
+            "whole layer fp16 copy (np.array(layer(k)))",
+            f"{n:,} x {d}",
+            f"{nbytes / 1e9 / t:.2f}",
+            f"{nbytes / 1e9 / t:.2f}",
+            f"{t * 1e3:.0f}",
+        ]
+    )
     gb = k * d * 2 / 1e9
     t = best(lambda: store.layer(1, rows=sorted_idx, dtype=np.float32))
-    rows.append([f"{k:,} random rows, sorted -> float32", f"{k:,} x {d}", f"{gb / t:.2f}", f"{2 * gb / t:.2f}",
-                 f"{t * 1e3:.0f}"])
+    rows.append(
+        [
+            f"{k:,} random rows, sorted -> float32",
+            f"{k:,} x {d}",
+            f"{gb / t:.2f}",
+            f"{2 * gb / t:.2f}",
+            f"{t * 1e3:.0f}",
+        ]
+    )
     t = best(lambda: store.layer(1, rows=shuffled, dtype=np.float32))
-    rows.append([f"{k:,} random rows, unsorted -> float32", f"{k:,} x {d}", f"{gb / t:.2f}", f"{2 * gb / t:.2f}",
-                 f"{t * 1e3:.0f}"])
-    table("(b) reading one layer from the page cache (best of 3)",
-          ["operation", "rows x dim", "fp16 GB/s read", "GB/s out", "ms"], rows)
+    rows.append(
+        [
+            f"{k:,} random rows, unsorted -> float32",
+            f"{k:,} x {d}",
+            f"{gb / t:.2f}",
+            f"{2 * gb / t:.2f}",
+            f"{t * 1e3:.0f}",
+        ]
+    )
+    table(
+        "(b) reading one layer from the page cache (best of 3)",
+        ["operation", "rows x dim", "fp16 GB/s read", "GB/s out", "ms"],
+        rows,
+    )
 
 
 RSS_CHILD = """
@@ -292,9 +364,16 @@ class TableEncoder:
 
 def bench_rss(args, workdir: Path) -> Store:
     def child(do_extract: bool, chunk: int, cache: Path) -> tuple[int, float, int, int]:
-        code = RSS_CHILD.format(bench=str(Path(__file__).parent), n=args.big_tokens, dim=args.dim,
-                                layers=args.layers, cache=str(cache), chunk=chunk, batch=args.batch_tokens,
-                                do_extract=do_extract)
+        code = RSS_CHILD.format(
+            bench=str(Path(__file__).parent),
+            n=args.big_tokens,
+            dim=args.dim,
+            layers=args.layers,
+            cache=str(cache),
+            chunk=chunk,
+            batch=args.batch_tokens,
+            do_extract=do_extract,
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         tokens, seconds, hwm_kib, maxrss_kib = out.stdout.split()
         return int(tokens), float(seconds), int(hwm_kib) * 1024, int(maxrss_kib) * 1024
@@ -306,15 +385,39 @@ def bench_rss(args, workdir: Path) -> Store:
         tokens, seconds, peak, maxrss = child(True, chunk, cache)
         buffers = 2 * chunk * args.layers * args.dim * 2
         data = tokens * args.layers * args.dim * 2
-        rows.append([f"{chunk:,}", f"{tokens:,}", f"{data / 1e6:,.0f}", f"{seconds:.1f}", f"{tokens / seconds:,.0f}",
-                     f"{base / 1e6:,.0f}", f"{peak / 1e6:,.0f}", f"{(peak - base) / 1e6:,.0f}", f"{buffers / 1e6:,.0f}",
-                     f"{maxrss / 1e6:,.0f}"])
+        rows.append(
+            [
+                f"{chunk:,}",
+                f"{tokens:,}",
+                f"{data / 1e6:,.0f}",
+                f"{seconds:.1f}",
+                f"{tokens / seconds:,.0f}",
+                f"{base / 1e6:,.0f}",
+                f"{peak / 1e6:,.0f}",
+                f"{(peak - base) / 1e6:,.0f}",
+                f"{buffers / 1e6:,.0f}",
+                f"{maxrss / 1e6:,.0f}",
+            ]
+        )
         if chunk == args.chunk_tokens:
             keep = Store.open(next(p for p in cache.iterdir() if p.is_dir()))
-    table(f"(c) peak RSS extracting {args.big_tokens:,} tokens, dim {args.dim}, {args.layers} layers "
-          "(table-lookup encoder, fresh process; peak = VmHWM)",
-          ["chunk_tokens", "tokens", "data MB", "s", "tok/s", "baseline peak MB", "peak MB", "peak - baseline MB",
-           "2 chunk buffers MB", "ru_maxrss MB*"], rows)
+    table(
+        f"(c) peak RSS extracting {args.big_tokens:,} tokens, dim {args.dim}, {args.layers} layers "
+        "(table-lookup encoder, fresh process; peak = VmHWM)",
+        [
+            "chunk_tokens",
+            "tokens",
+            "data MB",
+            "s",
+            "tok/s",
+            "baseline peak MB",
+            "peak MB",
+            "peak - baseline MB",
+            "2 chunk buffers MB",
+            "ru_maxrss MB*",
+        ],
+        rows,
+    )
     print("* ru_maxrss of the child; Linux carries the parent's RSS at fork into it, so it is >= the parent's size")
     return keep
 
@@ -353,10 +456,19 @@ def peak_kib() -> int:
 
 def bench_real(args, workdir: Path) -> None:
     """(d) The issue's scenario: a registry model on a real corpus, each run in a fresh process."""
+
     def child(do_extract: bool, i: int) -> tuple[int, float, int]:
-        code = REAL_CHILD.format(bench=str(Path(__file__).parent), threads=args.threads or 1, corpus=args.corpus,
-                                 split=args.split, model=args.model, do_extract=do_extract,
-                                 cache=str(workdir / f"real-{i}"), chunk=args.chunk_tokens, batch=args.batch_tokens)
+        code = REAL_CHILD.format(
+            bench=str(Path(__file__).parent),
+            threads=args.threads or 1,
+            corpus=args.corpus,
+            split=args.split,
+            model=args.model,
+            do_extract=do_extract,
+            cache=str(workdir / f"real-{i}"),
+            chunk=args.chunk_tokens,
+            batch=args.batch_tokens,
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(out.stderr[-2000:])
@@ -371,16 +483,37 @@ def bench_real(args, workdir: Path) -> None:
     tokens = runs[0][0][0]
     alone = np.array([a[1] for a, _ in runs])
     stored = np.array([s[1] for _, s in runs])
-    rows = [[f"{args.model} on {args.corpus}/{args.split}", f"{tokens:,}", f"{tokens / alone.min():,.0f}",
-             f"{tokens / stored.min():,.0f}", f"{100 * (stored.min() / alone.min() - 1):+.1f}%",
-             f"{100 * (np.median(stored) / np.median(alone) - 1):+.1f}%",
-             f"{max(a[2] for a, _ in runs) / 1e6:,.0f}", f"{max(s[2] for _, s in runs) / 1e6:,.0f}"]]
-    table(f"(d) a real corpus, {args.repeat} interleaved runs each in fresh processes, torch threads={args.threads or 1}",
-          ["run", "tokens", "alone tok/s (best)", "extract() tok/s (best)", "wall overhead (best)", "(median)",
-           "alone peak RSS MB", "extract() peak RSS MB"], rows)
-    print("alone = the corpus parsed once and encoded in extract()'s batches. extract() parses it once too: that pass\n"
-          "gives its content key, the sentence lengths and a copy of the sentences that it replays to the encoder.\n"
-          "Peak RSS = VmHWM of the whole process (model, corpus reader and, for extract(), the store's buffers).")
+    rows = [
+        [
+            f"{args.model} on {args.corpus}/{args.split}",
+            f"{tokens:,}",
+            f"{tokens / alone.min():,.0f}",
+            f"{tokens / stored.min():,.0f}",
+            f"{100 * (stored.min() / alone.min() - 1):+.1f}%",
+            f"{100 * (np.median(stored) / np.median(alone) - 1):+.1f}%",
+            f"{max(a[2] for a, _ in runs) / 1e6:,.0f}",
+            f"{max(s[2] for _, s in runs) / 1e6:,.0f}",
+        ]
+    ]
+    table(
+        f"(d) a real corpus, {args.repeat} interleaved runs each in fresh processes, torch threads={args.threads or 1}",
+        [
+            "run",
+            "tokens",
+            "alone tok/s (best)",
+            "extract() tok/s (best)",
+            "wall overhead (best)",
+            "(median)",
+            "alone peak RSS MB",
+            "extract() peak RSS MB",
+        ],
+        rows,
+    )
+    print(
+        "alone = the corpus parsed once and encoded in extract()'s batches. extract() parses it once too: that pass\n"
+        "gives its content key, the sentence lengths and a copy of the sentences that it replays to the encoder.\n"
+        "Peak RSS = VmHWM of the whole process (model, corpus reader and, for extract(), the store's buffers)."
+    )
 
 
 def main() -> None:
@@ -388,7 +521,9 @@ def main() -> None:
     p.add_argument("--workdir", type=Path, help="where stores are written (default: a temporary directory)")
     p.add_argument("--chunk-tokens", type=int, default=32768)
     p.add_argument("--batch-tokens", type=int, default=4096)
-    p.add_argument("--fast-tokens", type=int, default=200_000, help="tokens for the GPU-like and torch-mix encoders in (a)")
+    p.add_argument(
+        "--fast-tokens", type=int, default=200_000, help="tokens for the GPU-like and torch-mix encoders in (a)"
+    )
     p.add_argument("--fixture-tokens", type=int, default=20000, help="tokens for the fixture ELMo in (a)")
     p.add_argument("--elmo-tokens", type=int, default=1000, help="tokens for the 'original' ELMo in (a)")
     p.add_argument("--default-tokens", type=int, default=200_000, help="tokens for the bundled default ELMo in (a)")

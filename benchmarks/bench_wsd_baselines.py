@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -31,7 +30,13 @@ README_WN1 = {"senseval2": 66.7, "senseval3": 65.7, "semeval2007": 55.1, "semeva
 README_MFS = {"senseval2": 66.8, "senseval3": 65.7, "semeval2007": 55.1, "semeval2013": 63.9, "ALL": 64.8}
 RAGANATO_WN1 = {"senseval2": 66.8, "senseval3": 66.2, "semeval2007": 55.2, "semeval2013": 63.0, "ALL": 65.2}
 RAGANATO_MFS = {"senseval2": 65.6, "senseval3": 66.0, "semeval2007": 54.5, "semeval2013": 63.8, "ALL": 64.8}
-README_MFS_BACKOFF = {"senseval2": 232, "senseval3": 97, "semeval2007": 19, "semeval2013": 202, "ALL": 550}  # ALL = their sum
+README_MFS_BACKOFF = {
+    "senseval2": 232,
+    "senseval3": 97,
+    "semeval2007": 19,
+    "semeval2013": 202,
+    "ALL": 550,
+}  # ALL = their sum
 
 
 def read_instances(path: Path) -> list[tuple[str, str, str]]:
@@ -77,11 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         details = mfs.predict_details(lemmas, pos)
         mf = score_wsd(dict(zip(ids, details["sense"])), gold)
         backoff = int(details["backoff"].sum())
-        print(f"{name:<12} {len(ids):>5} | {100 * wn1['F1']:>6.1f} {README_WN1[name]:>6.1f} {RAGANATO_WN1[name]:>8.1f} | "
-              f"{100 * mf['F1']:>6.1f} {README_MFS[name]:>6.1f} {RAGANATO_MFS[name]:>8.1f} | "
-              f"{backoff:>7} {README_MFS_BACKOFF.get(name, ''):>6}")
-    print(f"({time.perf_counter() - t0:.1f} s; P = R = F1 since every instance is answered; "
-          "Raganato's ALL includes SemEval-2015)")
+        print(
+            f"{name:<12} {len(ids):>5} | {100 * wn1['F1']:>6.1f} {README_WN1[name]:>6.1f} {RAGANATO_WN1[name]:>8.1f} | "
+            f"{100 * mf['F1']:>6.1f} {README_MFS[name]:>6.1f} {RAGANATO_MFS[name]:>8.1f} | "
+            f"{backoff:>7} {README_MFS_BACKOFF.get(name, ''):>6}"
+        )
+    print(
+        f"({time.perf_counter() - t0:.1f} s; P = R = F1 since every instance is answered; "
+        "Raganato's ALL includes SemEval-2015)"
+    )
     return 0
 
 

@@ -6,8 +6,9 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 
 def _read_umask() -> int:

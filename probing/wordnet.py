@@ -20,8 +20,9 @@ import gzip
 import io
 import textwrap
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from probing.paths import resources_dir
 
@@ -214,7 +215,9 @@ class NltkInventory(SenseInventory):
             raise self._unknown_key(key)
         lemma, pos, lex_filenum = parse_sense_key(key)
         synset = self._wordnet().lemma_from_key(key).synset()
-        return SenseInfo(key, lemma, pos, number, synset.name(), LEXNAMES[lex_filenum], short_gloss(synset.definition()))
+        return SenseInfo(
+            key, lemma, pos, number, synset.name(), LEXNAMES[lex_filenum], short_gloss(synset.definition())
+        )
 
     def lexname(self, key: str) -> str:
         """The supersense, from the key's lex_filenum (no need to load the synset database)."""
@@ -244,7 +247,9 @@ def _read_index_sense(raw: io.BufferedIOBase, where: str) -> tuple[dict[tuple[st
                 key, number = fields[0], int(fields[2])
                 lemma, pos, _ = parse_sense_key(key)
             except (IndexError, ValueError) as e:
-                raise ValueError(f"{where}/index.sense line {lineno}: expected 'key offset sense_number tag_cnt' ({e})") from None
+                raise ValueError(
+                    f"{where}/index.sense line {lineno}: expected 'key offset sense_number tag_cnt' ({e})"
+                ) from None
             numbered.setdefault((lemma, pos), []).append((number, key))
             sense_number[key] = number
     by_lemma = {lp: [k for _, k in sorted(pairs)] for lp, pairs in numbered.items()}
@@ -259,7 +264,9 @@ class BundledInventory(SenseInventory):
     def __init__(self, path: str | Path = BUNDLED_PATH):
         self.path = Path(path)
         if not self.path.exists():
-            raise FileNotFoundError(f"bundled WordNet subset not found: {self.path} (run scripts/make_wordnet_subset.py)")
+            raise FileNotFoundError(
+                f"bundled WordNet subset not found: {self.path} (run scripts/make_wordnet_subset.py)"
+            )
         self._by_lemma: dict[tuple[str, str], list[str]] = {}
         self._info: dict[str, SenseInfo] = {}
         try:
@@ -280,12 +287,16 @@ class BundledInventory(SenseInventory):
                 lemma, pos, _ = parse_sense_key(key)
                 info = SenseInfo(key, lemma, pos, int(number), synset, lexname, gloss)
             except ValueError as e:
-                raise ValueError(f"{self.path} line {lineno}: expected {len(BUNDLED_COLUMNS)} tab-separated fields "
-                                 f"{BUNDLED_COLUMNS} ({e})") from None
+                raise ValueError(
+                    f"{self.path} line {lineno}: expected {len(BUNDLED_COLUMNS)} tab-separated fields "
+                    f"{BUNDLED_COLUMNS} ({e})"
+                ) from None
             keys = self._by_lemma.setdefault((lemma, pos), [])
             if info.sense_number != len(keys) + 1:
-                raise ValueError(f"{self.path} line {lineno}: {key} has sense number {number}, expected {len(keys) + 1} "
-                                 "(rows must list every sense of a lemma in WordNet order)")
+                raise ValueError(
+                    f"{self.path} line {lineno}: {key} has sense number {number}, expected {len(keys) + 1} "
+                    "(rows must list every sense of a lemma in WordNet order)"
+                )
             keys.append(key)
             self._info[key] = info
 
@@ -299,15 +310,22 @@ class BundledInventory(SenseInventory):
             raise self._unknown_key(key) from None
 
     def _unknown_hint(self) -> str:
-        return (f" (it covers only {len(self._by_lemma):,} lemma/POS pairs; set $NLTK_DATA to a folder with "
-                "corpora/wordnet.zip for full WordNet)")
+        return (
+            f" (it covers only {len(self._by_lemma):,} lemma/POS pairs; set $NLTK_DATA to a folder with "
+            "corpora/wordnet.zip for full WordNet)"
+        )
 
     def __len__(self) -> int:
         return len(self._info)
 
     def provenance(self) -> dict:
-        return {"inventory": "bundled", "wordnet": "3.0", "path": str(self.path), "n_keys": len(self._info),
-                "n_lemmas": len(self._by_lemma)}
+        return {
+            "inventory": "bundled",
+            "wordnet": "3.0",
+            "path": str(self.path),
+            "n_keys": len(self._info),
+            "n_lemmas": len(self._by_lemma),
+        }
 
 
 _CACHE: dict[str, SenseInventory] = {}

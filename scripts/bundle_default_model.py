@@ -51,17 +51,21 @@ def main() -> None:
     opts = ElmoOptions.from_json(DEST / "options.json")
     log = info["log"]
     last = log[-1]
-    rows = "\n".join(f"| {e['tokens_seen']:,} | {e['train_seconds'] / 3600:.2f} | {e['train_loss']:.3f} | "
-                     f"{e['valid_ppl_forward']:.1f} | {e['valid_ppl_backward']:.1f} |" for e in log)
+    rows = "\n".join(
+        f"| {e['tokens_seen']:,} | {e['train_seconds'] / 3600:.2f} | {e['train_loss']:.3f} | "
+        f"{e['valid_ppl_forward']:.1f} | {e['valid_ppl_backward']:.1f} |"
+        for e in log
+    )
     held = sources.pop("held-out")
     excluded = sources.pop("brown_documents_excluded_as_semcor", 0)
-    corpus_rows = "\n".join(f"| `{k}` | {v['sentences']:,} | {v['tokens']:,} | {licence(k)} |"
-                            for k, v in sources.items())
+    corpus_rows = "\n".join(
+        f"| `{k}` | {v['sentences']:,} | {v['tokens']:,} | {licence(k)} |" for k, v in sources.items()
+    )
     c = info["config"]
     card = f"""# The bundled default model: a small ELMo pretrained by `probing`
 
 An ELMo-style biLM (Peters et al. 2018) in the official options.json + weights.hdf5 layout, trained by
-`probing pretrain` on {info['train_tokens']:,} tokens of English so that the demo shows the effects of
+`probing pretrain` on {info["train_tokens"]:,} tokens of English so that the demo shows the effects of
 training offline. It is much smaller and far less trained than the official ELMo: use it to learn the
 toolkit, and the official weights (`probing download original`) for conclusions about ELMo.
 
@@ -71,9 +75,9 @@ toolkit, and the official weights (`probing download original`) for conclusions 
 - 2 biLSTM layers per direction, {opts.lstm_dim} cells projected to {opts.projection_dim}, cell and projection
   clip {opts.cell_clip}, skip connection between the layers;
 - layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {opts.output_dim}-d;
-- {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {c['vocab_size']:,}-word
-  vocabulary, cutoffs {c['cutoffs']}, is used only in training and not exported);
-- fingerprint (sha256 of the weights file): `{info['fingerprint']}`.
+- {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {c["vocab_size"]:,}-word
+  vocabulary, cutoffs {c["cutoffs"]}, is used only in training and not exported);
+- fingerprint (sha256 of the weights file): `{info["fingerprint"]}`.
 
 ## Training data
 Built by `scripts/make_pretrain_corpus.py` from `shared/data` (one tokenized sentence per line). The Brown
@@ -83,16 +87,16 @@ documents that SemCor annotates ({excluded}) are left out, so the demo's SemCor 
 |---|---|---|---|
 {corpus_rows}
 
-Held-out perplexity is measured on {held['sentences']:,} sentences ({held['tokens']:,} tokens) drawn from the
+Held-out perplexity is measured on {held["sentences"]:,} sentences ({held["tokens"]:,} tokens) drawn from the
 same sources and removed from training.
 
 ## Training
-- {info['tokens_seen']:,} training tokens seen ({info['tokens_seen'] / info['train_tokens']:.2f} epochs), in
-  {info['train_seconds'] / 3600:.2f} h of training on: {args.hardware}; torch {info['torch']};
-- Adam, lr {c['lr']} with {c['warmup_tokens']:,}-token warm-up and cosine decay to {c['min_lr_fraction']} of it,
-  batches of {c['batch_tokens']} tokens (sentences up to {c['max_len']} tokens), dropout {c['dropout']},
-  gradient clipping at {c['clip_norm']}, seed {c['seed']};
-- final held-out perplexity: forward {last['valid_ppl_forward']:.1f}, backward {last['valid_ppl_backward']:.1f}
+- {info["tokens_seen"]:,} training tokens seen ({info["tokens_seen"] / info["train_tokens"]:.2f} epochs), in
+  {info["train_seconds"] / 3600:.2f} h of training on: {args.hardware}; torch {info["torch"]};
+- Adam, lr {c["lr"]} with {c["warmup_tokens"]:,}-token warm-up and cosine decay to {c["min_lr_fraction"]} of it,
+  batches of {c["batch_tokens"]} tokens (sentences up to {c["max_len"]} tokens), dropout {c["dropout"]},
+  gradient clipping at {c["clip_norm"]}, seed {c["seed"]};
+- final held-out perplexity: forward {last["valid_ppl_forward"]:.1f}, backward {last["valid_ppl_backward"]:.1f}
   (for scale: the official ELMo reaches about 40 on the One Billion Word benchmark with 93M parameters and
   ~10 epochs of 800M tokens).
 

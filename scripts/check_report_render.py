@@ -31,8 +31,9 @@ def find_chromium() -> str | None:
     return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
 
 
-def screenshot(html: Path, out: Path, *, window_size: str = "1280,2400", chromium: str | None = None,
-               timeout: float = 120.0) -> Path:
+def screenshot(
+    html: Path, out: Path, *, window_size: str = "1280,2400", chromium: str | None = None, timeout: float = 120.0
+) -> Path:
     """Render ``html`` headless into the PNG ``out``; raise RuntimeError with Chromium's output on failure."""
     exe = chromium or find_chromium()
     if exe is None:
@@ -45,10 +46,20 @@ def screenshot(html: Path, out: Path, *, window_size: str = "1280,2400", chromiu
     out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         cmd = [
-            exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={out}",
-            f"--window-size={window_size}", html.as_uri(),
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--screenshot={out}",
+            f"--window-size={window_size}",
+            html.as_uri(),
         ]
         # stderr goes to a file, not a pipe: Chromium's helper processes outlive it and would hold a pipe open
         log = Path(profile) / "chromium.log"
@@ -83,8 +94,9 @@ def ink_fraction(png: Path, tolerance: int = 8) -> tuple[float, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", type=Path)
-    ap.add_argument("--out", type=Path, default=None,
-                    help="screenshot path (default: report_screenshot.png beside REPORT)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="screenshot path (default: report_screenshot.png beside REPORT)"
+    )
     ap.add_argument("--window-size", default="1280,2400")
     ap.add_argument("--chromium", default=None)
     ap.add_argument("--min-ink", type=float, default=0.01)
@@ -101,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     ink, n_colours = ink_fraction(out)
     ok = ink >= args.min_ink
-    print(f"check_report_render: {'OK' if ok else 'BLANK'} {out} ink={ink:.1%} colours={n_colours} "
-          f"(need ink >= {args.min_ink:.1%})")
+    print(
+        f"check_report_render: {'OK' if ok else 'BLANK'} {out} ink={ink:.1%} colours={n_colours} "
+        f"(need ink >= {args.min_ink:.1%})"
+    )
     return 0 if ok else 1
 
 

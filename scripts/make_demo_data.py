@@ -130,8 +130,9 @@ def choose_documents(order: list[str], counts: dict[str, Counter]) -> dict[str, 
     while any(len(chosen[split]) < n for split, n in wanted.items()):
         split = "test" if step % 2 == 0 and len(chosen["test"]) < N_TEST_DOCS else "train"
         step += 1
-        best = max(unused, key=lambda d: (sum(counts[d][l] / (1 + totals[split][l]) for l in TARGET_LEMMAS),
-                                          -position[d]))
+        best = max(
+            unused, key=lambda d: (sum(counts[d][l] / (1 + totals[split][l]) for l in TARGET_LEMMAS), -position[d])
+        )
         unused.remove(best)
         chosen[split].append(best)
         totals[split].update(counts[best])
@@ -154,8 +155,11 @@ def semcor_slice(xml_path: Path, key_path: Path, docs: list[str]) -> tuple[bytes
     out.append(lines[-1])
     if lines[-1].strip() != "</corpus>" or not lines[1].startswith("<corpus"):
         raise ValueError(f"{xml_path}: expected <corpus> on line 2 and </corpus> on the last line")
-    keys = [line for line in key_path.read_text(encoding="utf-8").splitlines(keepends=True)
-            if line.split(".", 1)[0] in wanted]
+    keys = [
+        line
+        for line in key_path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if line.split(".", 1)[0] in wanted
+    ]
     return "".join(out).encode("utf-8"), "".join(keys).encode("utf-8")
 
 
@@ -182,12 +186,17 @@ def readme(out: Path, ud: dict, semcor: dict, docs: dict[str, list[str]]) -> str
 
     rows_ud = "\n".join(
         f"| `demo-ud/en_ewt-demo-{sp}.conllu.gz` | {size(f'demo-ud/en_ewt-demo-{sp}.conllu.gz')} | {c['docs']} | "
-        f"{c['sentences']:,} | {c['tokens']:,} |" for sp, c in ud.items())
+        f"{c['sentences']:,} | {c['tokens']:,} |"
+        for sp, c in ud.items()
+    )
     rows_sc = "\n".join(
         f"| {sp} | {size(f'demo-semcor/semcor-demo-{sp}.data.xml.gz')} + "
         f"{size(f'demo-semcor/semcor-demo-{sp}.gold.key.txt.gz')} | "
         f"{c['docs']} | {c['sentences']:,} | {c['tokens']:,} | {c['instances']:,} | "
-        + " | ".join(str(c["lemmas"][l]) for l in TARGET_LEMMAS) + " |" for sp, c in semcor.items())
+        + " | ".join(str(c["lemmas"][l]) for l in TARGET_LEMMAS)
+        + " |"
+        for sp, c in semcor.items()
+    )
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and p.name != "README.md")
     return f"""# Bundled demo data
 
@@ -200,7 +209,7 @@ licence files: {total:,} bytes.
 ## demo-ud: UD English EWT v2.16 (CC BY-SA 4.0)
 
 The first whole documents of each official file (UniversalDependencies/UD_English-EWT, tag r2.16),
-until at least {UD_TARGETS['train']:,} / {UD_TARGETS['dev']:,} / {UD_TARGETS['test']:,} sentences;
+until at least {UD_TARGETS["train"]:,} / {UD_TARGETS["dev"]:,} / {UD_TARGETS["test"]:,} sentences;
 the CoNLL-U text is unchanged. Words are syntactic words (multiword-token lines skipped).
 Licence and attribution: `demo-ud/LICENSE.txt`, `demo-ud/NOTICE`.
 
@@ -285,8 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         build(args.data, Path(tmp))
         rel = sorted(str(p.relative_to(tmp)) for p in Path(tmp).rglob("*") if p.is_file())
-        differ = [r for r in rel
-                  if not (args.out / r).is_file() or not filecmp.cmp(Path(tmp) / r, args.out / r, shallow=False)]
+        differ = [
+            r
+            for r in rel
+            if not (args.out / r).is_file() or not filecmp.cmp(Path(tmp) / r, args.out / r, shallow=False)
+        ]
     for r in differ:
         print(f"differs: {r}", file=sys.stderr)
     print(f"{len(rel) - len(differ)} of {len(rel)} files identical")

@@ -62,8 +62,12 @@ def main() -> None:
 
     train: dict[str, list[str]] = {}
     valid: list[str] = []
-    for rel in ("text/1b_benchmark/1b_benchmark.dev.tokens", "text/1b_benchmark/1b_benchmark.test.tokens",
-                "text/wikitext-2/valid.sents.txt", "text/wikitext-2/test.sents.txt"):
+    for rel in (
+        "text/1b_benchmark/1b_benchmark.dev.tokens",
+        "text/1b_benchmark/1b_benchmark.test.tokens",
+        "text/wikitext-2/valid.sents.txt",
+        "text/wikitext-2/test.sents.txt",
+    ):
         lines = raw_text(data / rel)
         train[rel] = lines[:-HELD_OUT]
         valid += lines[-HELD_OUT:]
@@ -72,8 +76,12 @@ def main() -> None:
     train["nltk:brown"] = [" ".join(s) for s in brown.sents(kept)]
     train["nltk:masc_tagged"] = [" ".join(w for w in s if w.strip()) for s in masc_tagged.sents()]
     tok = TreebankWordTokenizer()
-    train["nltk:webtext"] = [" ".join(tok.tokenize(line)) for fid in webtext.fileids()
-                             for line in webtext.raw(fid).splitlines() if line.strip()]
+    train["nltk:webtext"] = [
+        " ".join(tok.tokenize(line))
+        for fid in webtext.fileids()
+        for line in webtext.raw(fid).splitlines()
+        if line.strip()
+    ]
 
     counts = {}
     with open(out / "train.txt", "w", encoding="utf-8") as f:

@@ -106,8 +106,13 @@ def write_table(inv: NltkInventory, pairs: set[tuple[str, str]], out: Path) -> i
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--semcor", type=Path, action="append", default=[],
-                    help="Raganato-format data.xml(.gz) whose instance lemmas to include (repeatable)")
+    ap.add_argument(
+        "--semcor",
+        type=Path,
+        action="append",
+        default=[],
+        help="Raganato-format data.xml(.gz) whose instance lemmas to include (repeatable)",
+    )
     ap.add_argument("--docs", help="only these <text> ids of --semcor, e.g. d000-d009,d020")
     ap.add_argument("--lemmas", type=Path, action="append", default=[], help="file of 'lemma POS' lines (repeatable)")
     ap.add_argument("--out", type=Path, default=BUNDLED_PATH)
@@ -128,7 +133,10 @@ def main(argv: list[str] | None = None) -> None:
         pairs |= found
     missing = sorted(p for p in pairs if not inv.has_lemma(*p))
     if missing:
-        print(f"{len(missing)} lemma/POS pairs are not in WordNet 3.0 and are left out, e.g. {missing[:5]}", file=sys.stderr)
+        print(
+            f"{len(missing)} lemma/POS pairs are not in WordNet 3.0 and are left out, e.g. {missing[:5]}",
+            file=sys.stderr,
+        )
         pairs -= set(missing)
 
     n_rows = write_table(inv, pairs, args.out)

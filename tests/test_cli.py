@@ -16,8 +16,9 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-
 from fixtures.download.fileserver import FileServer
+from test_hub import OPTIONS, WEIGHTS, tiny_registry
+
 from probing import download, paths
 from probing.cli import COMMANDS, build_parser, main
 from probing.corpora import load
@@ -26,7 +27,6 @@ from probing.experiment import Results, extract_activations
 from probing.report import draw_figures
 from probing.results import read_results
 from probing.store import Store
-from test_hub import OPTIONS, WEIGHTS, tiny_registry
 
 FIX = Path(__file__).parent / "fixtures"
 ELMO = FIX / "elmo_allennlp"
@@ -71,7 +71,7 @@ def table_rows(text: str) -> list[list[str]]:
     """The body of a ``format_table`` rendering: cells split on runs of two or more spaces."""
     lines = text.strip().splitlines()
     start = next(i for i, line in enumerate(lines) if set(line.replace(" ", "")) == {"-"})
-    return [re.split(r"\s{2,}", line.strip()) for line in lines[start + 1:]]
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[start + 1 :]]
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -121,8 +121,22 @@ def sentences() -> list[list[str]]:
 def test_embed_stateful_reproduces_the_allennlp_file(tmp_path, capsys):
     """``--stateful --batch-size 3`` is how the reference file was made (see test_embed.py)."""
     out = tmp_path / "out.hdf5"
-    rc, stdout, _ = cli(capsys, "embed", "--options", OPTIONS_JSON, "--weights", WEIGHTS_H5, "--input", INPUT,
-                        "--output", out, "--batch-size", 3, "--stateful", "-q")
+    rc, stdout, _ = cli(
+        capsys,
+        "embed",
+        "--options",
+        OPTIONS_JSON,
+        "--weights",
+        WEIGHTS_H5,
+        "--input",
+        INPUT,
+        "--output",
+        out,
+        "--batch-size",
+        3,
+        "--stateful",
+        "-q",
+    )
     assert rc == 0 and str(out) in stdout
     with h5py.File(out, "r") as got, h5py.File(ELMO / "expected_all_layers.hdf5", "r") as exp:
         assert sorted(got) == sorted(exp)
@@ -134,8 +148,23 @@ def test_embed_stateful_reproduces_the_allennlp_file(tmp_path, capsys):
 @pytest.mark.parametrize("layers", ["top", "average"])
 def test_embed_layers_equal_elmo_embed(tmp_path, capsys, layers):
     out = tmp_path / "out.hdf5"
-    rc, _, _ = cli(capsys, "embed", "--options", OPTIONS_JSON, "--weights", WEIGHTS_H5, "--input", INPUT,
-                   "--output", out, "--layers", layers, "--batch-size", 7, "-q")
+    rc, _, _ = cli(
+        capsys,
+        "embed",
+        "--options",
+        OPTIONS_JSON,
+        "--weights",
+        WEIGHTS_H5,
+        "--input",
+        INPUT,
+        "--output",
+        out,
+        "--layers",
+        layers,
+        "--batch-size",
+        7,
+        "-q",
+    )
     assert rc == 0
     expected = Elmo.from_files(OPTIONS_JSON, WEIGHTS_H5).embed(sentences())
     with h5py.File(out, "r") as f:
@@ -150,8 +179,21 @@ def test_embed_layers_equal_elmo_embed(tmp_path, capsys, layers):
 def test_embed_model_by_name_and_bf16(server, tmp_path, capsys):
     """``--model`` goes through the registry (served locally); ``--precision bf16`` reaches the model."""
     out = tmp_path / "bf16.hdf5"
-    rc, stdout, _ = cli(capsys, "embed", "--model", "tiny", "--input", INPUT, "--output", out, "--layers", "top",
-                        "--precision", "bf16", "-q")
+    rc, stdout, _ = cli(
+        capsys,
+        "embed",
+        "--model",
+        "tiny",
+        "--input",
+        INPUT,
+        "--output",
+        out,
+        "--layers",
+        "top",
+        "--precision",
+        "bf16",
+        "-q",
+    )
     assert rc == 0 and "bf16" in stdout
     bf16 = Elmo.from_files(OPTIONS_JSON, WEIGHTS_H5, precision="bf16").embed(sentences())
     fp32 = Elmo.from_files(OPTIONS_JSON, WEIGHTS_H5).embed(sentences())
@@ -170,8 +212,18 @@ def test_embed_errors_name_the_culprit(tmp_path, capsys):
     assert_user_error(capsys, "embed", *model, "--input", blank, *out, names="line 2")
     bad = tmp_path / "options.json"
     bad.write_text('{"lstm": {"dim": 4}')
-    assert_user_error(capsys, "embed", "--options", bad, "--weights", WEIGHTS_H5, "--input", INPUT, *out,
-                      names=f"{bad}: not valid JSON")
+    assert_user_error(
+        capsys,
+        "embed",
+        "--options",
+        bad,
+        "--weights",
+        WEIGHTS_H5,
+        "--input",
+        INPUT,
+        *out,
+        names=f"{bad}: not valid JSON",
+    )
     assert_user_error(capsys, "embed", "--model", "no-such-model", "--input", INPUT, *out, names="'no-such-model'")
     assert_user_error(capsys, "embed", "--model", "small", *model, "--input", INPUT, *out, names="not both")
     assert_user_error(capsys, "embed", "--input", INPUT, *out, names="--model NAME, or --options")
@@ -183,23 +235,28 @@ def test_embed_errors_name_the_culprit(tmp_path, capsys):
 
 def test_random_weights_official_layout_seeded(tmp_path, capsys):
     for seed in (1, 2):
-        rc, _, _ = cli(capsys, "random-weights", "--options", OPTIONS_JSON, "--out", tmp_path / f"s{seed}",
-                       "--seed", seed)
+        rc, _, _ = cli(
+            capsys, "random-weights", "--options", OPTIONS_JSON, "--out", tmp_path / f"s{seed}", "--seed", seed
+        )
         assert rc == 0
-    with h5py.File(WEIGHTS_H5, "r") as ref, h5py.File(tmp_path / "s1" / "weights.hdf5", "r") as a, \
-            h5py.File(tmp_path / "s2" / "weights.hdf5", "r") as b:
+    with (
+        h5py.File(WEIGHTS_H5, "r") as ref,
+        h5py.File(tmp_path / "s1" / "weights.hdf5", "r") as a,
+        h5py.File(tmp_path / "s2" / "weights.hdf5", "r") as b,
+    ):
         shapes = {}
         ref.visititems(lambda n, o: shapes.update({n: o.shape}) if isinstance(o, h5py.Dataset) else None)
         for f in (a, b):  # the dataset names and shapes of the AllenNLP fixture file, nothing more
-            found = {}
-            f.visititems(lambda n, o: found.update({n: o.shape}) if isinstance(o, h5py.Dataset) else None)
+            found: dict = {}
+            f.visititems(lambda n, o, found=found: found.update({n: o.shape}) if isinstance(o, h5py.Dataset) else None)
             assert found == shapes
         assert not np.array_equal(a["CNN_proj/W_proj"][...], b["CNN_proj/W_proj"][...])
     assert ElmoOptions.from_json(tmp_path / "s1" / "options.json") == ElmoOptions.from_json(OPTIONS_JSON)
     loaded = Elmo.from_files(tmp_path / "s1" / "options.json", tmp_path / "s1" / "weights.hdf5")
     assert loaded.fingerprint == Elmo.random(OPTIONS_JSON, seed=1).fingerprint
-    assert_user_error(capsys, "random-weights", "--options", tmp_path / "none.json", "--out", tmp_path / "x",
-                      names="none.json")
+    assert_user_error(
+        capsys, "random-weights", "--options", tmp_path / "none.json", "--out", tmp_path / "x", names="none.json"
+    )
 
 
 # -- download --------------------------------------------------------------------------------------
@@ -246,8 +303,21 @@ def test_data_list_and_get(capsys):
 
 
 def test_extract_store_holds_the_model_vectors(tmp_path, capsys):
-    rc, out, _ = cli(capsys, "extract", "--model", ELMO, "--corpus", "demo-ud", "--split", "test",
-                     "--max-sentences", 10, "--cache", tmp_path / "stores", "-q")
+    rc, out, _ = cli(
+        capsys,
+        "extract",
+        "--model",
+        ELMO,
+        "--corpus",
+        "demo-ud",
+        "--split",
+        "test",
+        "--max-sentences",
+        10,
+        "--cache",
+        tmp_path / "stores",
+        "-q",
+    )
     assert rc == 0
     path = Path(re.search(r"^store: (.+)$", out, re.M).group(1))
     assert path.parent == tmp_path / "stores"
@@ -263,13 +333,25 @@ def test_extract_store_holds_the_model_vectors(tmp_path, capsys):
 
 
 def test_extract_errors(capsys):
-    err = assert_user_error(capsys, "extract", "--model", ELMO, "--corpus", "ud-ewt", "--split", "test", "-q",
-                            names="dataset 'ud-ewt' (split 'test') not found")
+    err = assert_user_error(
+        capsys,
+        "extract",
+        "--model",
+        ELMO,
+        "--corpus",
+        "ud-ewt",
+        "--split",
+        "test",
+        "-q",
+        names="dataset 'ud-ewt' (split 'test') not found",
+    )
     assert "probing data get ud-ewt" in err
-    assert_user_error(capsys, "extract", "--model", ELMO, "--corpus", "demo-ud", "--split", "nosuch", "-q",
-                      names="no split 'nosuch'")
-    assert_user_error(capsys, "extract", "--model", "nosuch", "--corpus", "demo-ud", "--split", "test", "-q",
-                      names="model 'nosuch'")
+    assert_user_error(
+        capsys, "extract", "--model", ELMO, "--corpus", "demo-ud", "--split", "nosuch", "-q", names="no split 'nosuch'"
+    )
+    assert_user_error(
+        capsys, "extract", "--model", "nosuch", "--corpus", "demo-ud", "--split", "test", "-q", names="model 'nosuch'"
+    )
 
 
 # -- run and report --------------------------------------------------------------------------------
@@ -348,8 +430,8 @@ def test_report_from_a_results_folder(run_dir, tmp_path, capsys):
     assert [name for name, _ in embedded] == stems
     for name, data in embedded:
         assert base64.b64decode(data) == (figures / f"{name}.png").read_bytes()
-    section = html[html.index('<section id="results">'):]
-    section = section[:section.index("</section>")]
+    section = html[html.index('<section id="results">') :]
+    section = section[: section.index("</section>")]
     assert section.count("<tr>") == 1 + len(read_results(run_dir / "out"))  # header + one row per result
 
 
@@ -363,16 +445,39 @@ def test_report_errors(tmp_path, capsys, run_dir):
 
 def test_draw_figures_names_every_dataset_and_encoder():
     """A task scored on two test sets gets one figure per set; two encoders get a tag-gain figure each."""
-    rows = [dict(task="upos", dataset=d, split="test", encoder=e, layer=lay, metric="accuracy", value=v,
-                 ci_low=v - 0.01, ci_high=v + 0.01, seed=0)
-            for d in ("a", "b") for e in ("elmo", "random") for lay, v in (("0", 0.5), ("1", 0.7))]
-    per_tag = pd.DataFrame([dict(task="upos", dataset="a", split="test", encoder=e, layer=lay, tag=t, n=3,
-                                 accuracy=acc, seed=0)
-                            for e in ("elmo", "random") for lay, acc in (("0", 0.5), ("1", 1.0))
-                            for t in ("NOUN", "VERB")])
+    rows = [
+        dict(
+            task="upos",
+            dataset=d,
+            split="test",
+            encoder=e,
+            layer=lay,
+            metric="accuracy",
+            value=v,
+            ci_low=v - 0.01,
+            ci_high=v + 0.01,
+            seed=0,
+        )
+        for d in ("a", "b")
+        for e in ("elmo", "random")
+        for lay, v in (("0", 0.5), ("1", 0.7))
+    ]
+    per_tag = pd.DataFrame(
+        [
+            dict(task="upos", dataset="a", split="test", encoder=e, layer=lay, tag=t, n=3, accuracy=acc, seed=0)
+            for e in ("elmo", "random")
+            for lay, acc in (("0", 0.5), ("1", 1.0))
+            for t in ("NOUN", "VERB")
+        ]
+    )
     names = list(draw_figures(pd.DataFrame(rows), None, per_tag))
-    assert names == ["layer_scores_upos_a_test", "layer_scores_upos_b_test", "tag_gains_upos_a_test_elmo",
-                     "tag_gains_upos_a_test_random", "overview"]
+    assert names == [
+        "layer_scores_upos_a_test",
+        "layer_scores_upos_b_test",
+        "tag_gains_upos_a_test_elmo",
+        "tag_gains_upos_a_test_random",
+        "overview",
+    ]
 
 
 # -- neighbors -------------------------------------------------------------------------------------

@@ -46,13 +46,21 @@ def nltk_root(tmp_path, monkeypatch) -> Path:
 
 def two_sentences() -> list[Sentence]:
     return [
-        Sentence("s1", "d1", ["The", "bank", "closed"], upos=["DET", "NOUN", "VERB"], lemmas=["the", "bank", "close"],
-                 senses=[(), ("bank%1:14:00::", "bank%1:14:01::"), ()], instance_ids=[None, "d1.s1.t0", None]),
+        Sentence(
+            "s1",
+            "d1",
+            ["The", "bank", "closed"],
+            upos=["DET", "NOUN", "VERB"],
+            lemmas=["the", "bank", "close"],
+            senses=[(), ("bank%1:14:00::", "bank%1:14:01::"), ()],
+            instance_ids=[None, "d1.s1.t0", None],
+        ),
         Sentence("s2", "d1", ["Hi"], upos=["INTJ"]),
     ]
 
 
 # --- Sentence and Corpus -------------------------------------------------------------------------------
+
 
 def test_sentence_rejects_annotation_of_wrong_length():
     with pytest.raises(ValueError, match=r"sentence 's1': upos has 1 items but words has 2"):
@@ -74,8 +82,16 @@ def test_fingerprint_follows_documented_encoding():
     # Reference: the encoding spelled out in Corpus.fingerprint's docstring, computed by hand here.
     h = hashlib.sha256(b"probing-corpus/1\n")
     for rec in (
-        ["s1", "d1", ["The", "bank", "closed"], ["DET", "NOUN", "VERB"], None, ["the", "bank", "close"],
-         [[], ["bank%1:14:00::", "bank%1:14:01::"], []], [None, "d1.s1.t0", None]],
+        [
+            "s1",
+            "d1",
+            ["The", "bank", "closed"],
+            ["DET", "NOUN", "VERB"],
+            None,
+            ["the", "bank", "close"],
+            [[], ["bank%1:14:00::", "bank%1:14:01::"], []],
+            [None, "d1.s1.t0", None],
+        ],
         ["s2", "d1", ["Hi"], ["INTJ"], None, None, None, None],
     ):
         h.update(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
@@ -137,8 +153,11 @@ def test_head_closes_the_underlying_stream():
 
 def test_token_table_columns_and_values():
     table = Corpus.from_sentences(two_sentences(), name="toy").token_table()
-    assert list(table.columns) == list(TOKEN_COLUMNS) == [
-        "sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id"]
+    assert (
+        list(table.columns)
+        == list(TOKEN_COLUMNS)
+        == ["sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id"]
+    )
     assert table["position"].tolist() == [0, 1, 2, 0]
     assert table["sense"].tolist() == ["", "bank%1:14:00:: bank%1:14:01::", "", ""], "keys joined by a space"
     assert table["instance_id"].tolist() == ["", "d1.s1.t0", "", ""]
@@ -147,6 +166,7 @@ def test_token_table_columns_and_values():
 
 
 # --- CoNLL-U -------------------------------------------------------------------------------------------
+
 
 def test_conllu_words_skip_multiword_ranges_and_empty_nodes():
     sents = list(read_conllu(UD / "en_ewt-ud-train.conllu"))
@@ -224,6 +244,7 @@ def test_missing_file_is_named():
 
 # --- NLTK tagged corpora -------------------------------------------------------------------------------
 
+
 def test_treebank_drops_traces_and_keeps_stable_ids(nltk_root):
     sents = list(read_nltk_tagged("treebank", nltk_root))
     # wsj_0180.mrg:0 holds only a trace, so it is skipped; ids keep NLTK's sentence index
@@ -268,7 +289,10 @@ def test_brown_uses_the_brown_map(nltk_root):
 def test_conll2000_files_are_docs(nltk_root):
     sents = list(read_nltk_tagged("conll2000", nltk_root))
     assert [(s.id, s.doc_id) for s in sents] == [
-        ("train.txt:0", "train.txt"), ("train.txt:1", "train.txt"), ("test.txt:0", "test.txt")]
+        ("train.txt:0", "train.txt"),
+        ("train.txt:1", "train.txt"),
+        ("test.txt:0", "test.txt"),
+    ]
     assert sents[2].upos == ["NOUN", "VERB", "ADJ", "."]
 
 
@@ -286,7 +310,14 @@ def test_universal_map_matches_petrov_tables():
     ptb = universal_map("en-ptb")
     # Petrov, Das & McDonald (2012), en-ptb.map
     assert {t: ptb[t] for t in ("NNS", "VBZ", "IN", "TO", "-LRB-", "PRP$", "UH")} == {
-        "NNS": "NOUN", "VBZ": "VERB", "IN": "ADP", "TO": "PRT", "-LRB-": ".", "PRP$": "PRON", "UH": "X"}
+        "NNS": "NOUN",
+        "VBZ": "VERB",
+        "IN": "ADP",
+        "TO": "PRT",
+        "-LRB-": ".",
+        "PRP$": "PRON",
+        "UH": "X",
+    }
     universal = {"VERB", "NOUN", "PRON", "ADJ", "ADV", "ADP", "CONJ", "DET", "NUM", "PRT", "X", "."}
     assert set(ptb.values()) <= universal and set(universal_map("en-brown").values()) <= universal
     assert len(ptb) == 68 and len(universal_map("en-brown")) == 472, "non-empty lines of the bundled maps (grep -c .)"
@@ -301,6 +332,7 @@ def test_unknown_nltk_corpus_and_missing_folder(tmp_path, monkeypatch):
 
 
 # --- Raganato WSD --------------------------------------------------------------------------------------
+
 
 def test_raganato_tokens_instances_and_keys():
     corpus = read_raganato(SE2 / "senseval2.data.xml")
@@ -354,9 +386,11 @@ def test_raganato_key_for_unknown_instance_names_file_and_line(tmp_path):
 def test_raganato_instance_without_key_names_files_and_instance(tmp_path):
     lines = [line for line in gold_lines() if not line.startswith("d000.s001.t001")]
     data, keys = write_keys(tmp_path, lines)
-    with pytest.raises(CorpusFormatError,
-                       match=rf"{data} \(sentence 'd000.s001'\): instance 'd000.s001.t001' "
-                             rf"has no line in the gold key file {keys}"):
+    with pytest.raises(
+        CorpusFormatError,
+        match=rf"{data} \(sentence 'd000.s001'\): instance 'd000.s001.t001' "
+        rf"has no line in the gold key file {keys}",
+    ):
         list(read_raganato(data, keys))
 
 
@@ -369,23 +403,30 @@ def test_raganato_key_line_without_key_and_duplicate(tmp_path):
     lines = gold_lines()
     lines[:0] = [lines[-1], lines[-1]]  # lines 1, 2 and 9 are all d001.s000.t001
     data, keys = write_keys(tmp_path, lines)
-    with pytest.raises(CorpusFormatError,
-                       match=rf"{keys}:2: second key line for instance 'd001.s000.t001' \(first at line 1\)"):
+    with pytest.raises(
+        CorpusFormatError, match=rf"{keys}:2: second key line for instance 'd001.s000.t001' \(first at line 1\)"
+    ):
         list(read_raganato(data, keys))
 
 
 def test_raganato_repeated_key_line_after_its_instance(tmp_path):
     lines = gold_lines() + [gold_lines()[0]]  # line 8 repeats line 1, whose instance already has its keys
     data, keys = write_keys(tmp_path, lines)
-    with pytest.raises(CorpusFormatError, match=rf"{keys}:8: key line for instance 'd000.s000.t000', which is not in "
-                                                r".* \(or was already given a key line\)"):
+    with pytest.raises(
+        CorpusFormatError,
+        match=rf"{keys}:8: key line for instance 'd000.s000.t000', which is not in "
+        r".* \(or was already given a key line\)",
+    ):
         list(read_raganato(data, keys))
 
 
 def test_raganato_malformed_xml_names_line(tmp_path):
     data = tmp_path / "bad.data.xml"
-    text = (SE2 / "senseval2.data.xml").read_text(encoding="utf-8").replace("</sentence>\n<sentence id=\"d000.s001\">",
-                                                                          "<sentence id=\"d000.s001\">", 1)
+    text = (
+        (SE2 / "senseval2.data.xml")
+        .read_text(encoding="utf-8")
+        .replace('</sentence>\n<sentence id="d000.s001">', '<sentence id="d000.s001">', 1)
+    )
     data.write_text(text, encoding="utf-8")
     shutil.copy(SE2 / "senseval2.gold.key.txt", tmp_path / "bad.gold.key.txt")
     with pytest.raises(CorpusFormatError, match=rf"{data}:\d+: malformed XML"):
@@ -406,9 +447,10 @@ def test_raganato_head_stops_without_reading_all_keys():
 
 # --- plain text ----------------------------------------------------------------------------------------
 
+
 def test_text_skips_blank_lines_and_ids_name_lines(tmp_path):
     path = tmp_path / "story.txt.gz"
-    path.write_bytes(gzip.compress("The cat  sat .\n\n   \nIt purred\tloudly .\n".encode()))
+    path.write_bytes(gzip.compress(b"The cat  sat .\n\n   \nIt purred\tloudly .\n"))
     sents = list(read_text(path))
     assert [(s.id, s.doc_id) for s in sents] == [("story:1", "story"), ("story:4", "story")]
     assert sents[1].words == ["It", "purred", "loudly", "."]

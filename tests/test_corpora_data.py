@@ -31,16 +31,25 @@ def counts(corpus) -> tuple[int, int, int]:
     return sents, tokens, instances
 
 
-@pytest.mark.parametrize("split,sentences,words", [
-    ("train", 12_544, 204_577), ("dev", 2_001, 25_147), ("test", 2_077, 25_094)])
+@pytest.mark.parametrize(
+    "split,sentences,words", [("train", 12_544, 204_577), ("dev", 2_001, 25_147), ("test", 2_077, 25_094)]
+)
 def test_ud_ewt_counts(split, sentences, words):
     # shared/data/ud/en_ewt/README.md (= the repo's stats.xml): syntactic words
     assert counts(load("ud-ewt", split))[:2] == (sentences, words)
 
 
-@pytest.mark.parametrize("name,sentences,tokens,instances", [
-    ("semcor", 37_176, 778_587, 226_036), ("senseval2", 238, 5_589, 2_314), ("senseval3", 300, 5_511, 1_937),
-    ("semeval2007", 128, 3_238, 454), ("semeval2013", 306, 8_142, 1_644), ("wsd-all", 972, 22_480, 6_349)])
+@pytest.mark.parametrize(
+    "name,sentences,tokens,instances",
+    [
+        ("semcor", 37_176, 778_587, 226_036),
+        ("senseval2", 238, 5_589, 2_314),
+        ("senseval3", 300, 5_511, 1_937),
+        ("semeval2007", 128, 3_238, 454),
+        ("semeval2013", 306, 8_142, 1_644),
+        ("wsd-all", 972, 22_480, 6_349),
+    ],
+)
 def test_wsd_counts(name, sentences, tokens, instances):
     # shared/data/wsd/README.md, Statistics table
     assert counts(load(name)) == (sentences, tokens, instances)
@@ -54,12 +63,20 @@ def test_semcor_document_split_adds_up():
     assert len(test_docs) == 70, "documents 4, 9, ..., 349 of 352"
 
 
-@pytest.mark.parametrize("name,split,sentences,tokens", [
-    # shared/data/nltk_data/README.md counts NLTK's tokens; ours drop 6,592 -NONE- traces from treebank
-    # (100,676 - 6,592 = 94,084) and 22 empty words from masc_tagged (592,536 - 22 = 592,514)
-    ("ptb-sample", "train", 3_396, 81_793), ("ptb-sample", "dev", 273, 6_327), ("ptb-sample", "test", 245, 5_964),
-    ("brown", "all", 57_340, 1_161_192), ("conll2000", "train", 8_936, 211_727), ("conll2000", "test", 2_012, 47_377),
-    ("masc", "all", 34_534, 592_514)])
+@pytest.mark.parametrize(
+    "name,split,sentences,tokens",
+    [
+        # shared/data/nltk_data/README.md counts NLTK's tokens; ours drop 6,592 -NONE- traces from treebank
+        # (100,676 - 6,592 = 94,084) and 22 empty words from masc_tagged (592,536 - 22 = 592,514)
+        ("ptb-sample", "train", 3_396, 81_793),
+        ("ptb-sample", "dev", 273, 6_327),
+        ("ptb-sample", "test", 245, 5_964),
+        ("brown", "all", 57_340, 1_161_192),
+        ("conll2000", "train", 8_936, 211_727),
+        ("conll2000", "test", 2_012, 47_377),
+        ("masc", "all", 34_534, 592_514),
+    ],
+)
 def test_nltk_counts(name, split, sentences, tokens):
     assert counts(load(name, split))[:2] == (sentences, tokens)
 

@@ -51,6 +51,7 @@ def ids(corpus) -> list[str]:
 
 # --- finding -------------------------------------------------------------------------------------------
 
+
 def test_ud_from_probing_data(data_root):
     corpus = load("ud-ewt", "train")
     assert (corpus.name, corpus.split, corpus.license) == ("ud-ewt", "train", "CC BY-SA 4.0")
@@ -117,6 +118,7 @@ def test_split_checks():
 
 # --- not found -----------------------------------------------------------------------------------------
 
+
 def test_missing_ud_lists_places_and_the_command(clean):
     with pytest.raises(DatasetNotFound) as info:
         load("ud-ewt", "train")
@@ -129,8 +131,11 @@ def test_missing_ud_lists_places_and_the_command(clean):
 
 
 def test_missing_nltk_corpus_names_the_nltk_command(clean):
-    with pytest.raises(DatasetNotFound, match=r"(?s)corpora/treebank.zip or corpora/treebank/.*"
-                                              r"python -m nltk.downloader treebank"):
+    with pytest.raises(
+        DatasetNotFound,
+        match=r"(?s)corpora/treebank.zip or corpora/treebank/.*"
+        r"python -m nltk.downloader treebank",
+    ):
         load("ptb-sample", "train")
 
 
@@ -158,6 +163,7 @@ def test_full_dataset_never_falls_back_to_demo(clean):
 
 # --- available and get ---------------------------------------------------------------------------------
 
+
 def test_available_reports_where_found(data_root):
     table = available().set_index("name")
     assert list(table.reset_index().columns) == ["name", "splits", "found", "license", "get", "about"]
@@ -182,8 +188,11 @@ def test_get_ud_fetches_pinned_files_into_the_cache(clean, monkeypatch):
     monkeypatch.setattr(probing.download, "fetch", fake_fetch)
     folder = get("ud-ewt")
     assert folder == clean / "cache" / "data" / "ud" / "en_ewt"
-    assert calls[0] == (UD_EWT_URL.format(file="en_ewt-ud-train.conllu"),
-                        "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b", 14_203_025)
+    assert calls[0] == (
+        UD_EWT_URL.format(file="en_ewt-ud-train.conllu"),
+        "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b",
+        14_203_025,
+    )
     assert [c[0].rsplit("/", 1)[-1] for c in calls] == [*UD_EWT_FILES, "LICENSE.txt"]
     assert UD_EWT_URL.startswith("https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/")
     assert load("ud-ewt", "dev").source == str(folder / "en_ewt-ud-dev.conllu"), "found in the download cache"
@@ -195,8 +204,11 @@ def raganato_zip(path: Path, sets=RAGANATO_SETS) -> Path:
     semcor = FIXTURES / "wsd" / "semcor"
     with zipfile.ZipFile(path, "w") as zf:
         for name in sets:
-            folder = ("WSD_Evaluation_Framework/Training_Corpora/SemCor" if name == "semcor"
-                      else f"WSD_Evaluation_Framework/Evaluation_Datasets/{name}")
+            folder = (
+                "WSD_Evaluation_Framework/Training_Corpora/SemCor"
+                if name == "semcor"
+                else f"WSD_Evaluation_Framework/Evaluation_Datasets/{name}"
+            )
             if name == "semcor":
                 xml = gzip.decompress((semcor / "semcor.data.xml.gz").read_bytes())
                 keys = (semcor / "semcor.gold.key.txt").read_bytes()
@@ -246,6 +258,7 @@ def test_get_bundled_and_text_need_no_download():
 
 # --- bundled demo data (counts stated in probing/resources/data/README.md) ------------------------------
 
+
 def test_demo_ud_counts():
     for split, (sentences, words) in {"train": (3074, 51974), "dev": (509, 7735), "test": (1012, 13340)}.items():
         corpus = load("demo-ud", split)
@@ -255,8 +268,10 @@ def test_demo_ud_counts():
 
 
 def test_demo_semcor_counts_and_disjoint_documents():
-    expected = {"train": (6044, 46232, {"play": 122, "bank": 23, "line": 61, "serve": 86}),
-                "test": (2113, 15717, {"play": 70, "bank": 17, "line": 32, "serve": 42})}
+    expected = {
+        "train": (6044, 46232, {"play": 122, "bank": 23, "line": 61, "serve": 86}),
+        "test": (2113, 15717, {"play": 70, "bank": 17, "line": 32, "serve": 42}),
+    }
     docs = {}
     for split, (sentences, instances, lemmas) in expected.items():
         n_sent, n_inst, targets, docs[split] = 0, 0, Counter(), set()

@@ -28,16 +28,28 @@ def demo(tmp_path_factory):
 
 
 def score(results: pd.DataFrame, task: str, encoder: str, layer: str, metric: str = "accuracy") -> float:
-    rows = results[(results["task"] == task) & (results["encoder"] == encoder) & (results["layer"] == layer)
-                   & (results["metric"] == metric) & (results["split"] == "test")]
+    rows = results[
+        (results["task"] == task)
+        & (results["encoder"] == encoder)
+        & (results["layer"] == layer)
+        & (results["metric"] == metric)
+        & (results["split"] == "test")
+    ]
     assert len(rows), f"no {task}/{encoder}/{layer}/{metric} row"
     return float(rows["value"].mean())
 
 
 def test_files_and_figures_are_written(demo):
     root, out, _ = demo
-    for name in ("overview", "layer_scores_upos", "selectivity_upos", "layer_scores_wsd-1nn", "mix_weights",
-                 "umap_senses", "umap_pos"):
+    for name in (
+        "overview",
+        "layer_scores_upos",
+        "selectivity_upos",
+        "layer_scores_wsd-1nn",
+        "mix_weights",
+        "umap_senses",
+        "umap_pos",
+    ):
         for fmt in ("png", "svg"):
             assert (root / "out" / "figures" / f"{name}.{fmt}").stat().st_size > 5_000, (name, fmt)
     html = out.report.read_text(encoding="utf-8")
@@ -88,6 +100,5 @@ def test_second_run_is_served_from_the_cache(demo, capsys):
     assert all(s["cache_hit"] for s in prov["stores"].values())
     jobs_run_first = [k for k in first.results.provenance["timings"] if k.startswith("task ")]
     assert len(prov["cached_jobs"]) == len(jobs_run_first) > 0  # no probe is trained again
-    pd.testing.assert_frame_equal(read_results(root / "again" / "results"), first.results.results,
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(read_results(root / "again" / "results"), first.results.results, check_dtype=False)
     assert "upos" in printed and "report:" in printed and "nearest neighbours of 'play'" in printed

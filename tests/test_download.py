@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from fixtures.download.fileserver import FileServer
+
 from probing import download
 from probing.download import ChecksumError, DownloadError, OfflineError, SizeMismatchError, fetch
 
@@ -29,9 +29,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def server():
-    srv = FileServer(
-        {"/elmo/lm_weights.hdf5": WEIGHTS, "/elmo/options.json": OPTIONS, "/other/options.json": OPTIONS}
-    )
+    srv = FileServer({"/elmo/lm_weights.hdf5": WEIGHTS, "/elmo/options.json": OPTIONS, "/other/options.json": OPTIONS})
     yield srv
     srv.stop()
 

@@ -38,7 +38,7 @@ def test_stateful_reproduces_reference_all_layers():
     sents = lines()
     with h5py.File(FIX / "expected_all_layers.hdf5", "r") as exp:
         for start in range(0, len(sents), 3):  # the reference fed batches of 3, in order
-            for k, out in enumerate(model.embed(sents[start:start + 3], batch_size=3)):
+            for k, out in enumerate(model.embed(sents[start : start + 3], batch_size=3)):
                 expected = exp[str(start + k)][...]
                 assert out.shape == expected.shape == (3, len(sents[start + k]), 32)
                 assert np.abs(out - expected).max() <= TOL
@@ -84,12 +84,26 @@ def test_stateless_is_independent_of_batch(stateless):
 
 def test_stateless_random_original_architecture_is_batch_invariant():
     """Random weights of the 4096-cell architecture, shrunk in depth of filters only for speed."""
-    opts = ElmoOptions.from_dict({
-        "lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                 "use_skip_connections": True},
-        "char_cnn": {"embedding": {"dim": 16}, "filters": [[1, 32], [2, 32], [3, 64], [4, 128]],
-                     "n_highway": 2, "n_characters": 262, "max_characters_per_token": 50,
-                     "activation": "relu"}})
+    opts = ElmoOptions.from_dict(
+        {
+            "lstm": {
+                "dim": 4096,
+                "projection_dim": 512,
+                "n_layers": 2,
+                "cell_clip": 3,
+                "proj_clip": 3,
+                "use_skip_connections": True,
+            },
+            "char_cnn": {
+                "embedding": {"dim": 16},
+                "filters": [[1, 32], [2, 32], [3, 64], [4, 128]],
+                "n_highway": 2,
+                "n_characters": 262,
+                "max_characters_per_token": 50,
+                "activation": "relu",
+            },
+        }
+    )
     model = Elmo.random(opts, seed=1)
     sents = [["a"] * n for n in (1, 7, 3)] + [["The", "cat", "sat", "."]]
     alone = [model.embed([s])[0] for s in sents]
@@ -139,7 +153,9 @@ def test_weights_errors_name_dataset_and_shapes(tmp_path):
     with h5py.File(bad, "a") as f:
         del f["CNN/W_cnn_0"]
         f.create_dataset("CNN/W_cnn_0", data=np.zeros((1, 1, 4, 5), np.float32))
-    with pytest.raises(WeightsError, match=r"'CNN/W_cnn_0' has shape \(1, 1, 4, 5\), options.json expects \(1, 1, 4, 4\)"):
+    with pytest.raises(
+        WeightsError, match=r"'CNN/W_cnn_0' has shape \(1, 1, 4, 5\), options.json expects \(1, 1, 4, 4\)"
+    ):
         Elmo.from_files(OPTIONS, bad)
 
 

@@ -23,17 +23,50 @@ OPTIONS, WEIGHTS = FIX / "options.json", FIX / "lm_weights.hdf5"
 TOL = 1e-5  # the conformance bound of tests/test_elmo.py
 
 # the original filter bank (widths 1..7) at reduced counts, with a small LSTM
-WIDE = ElmoOptions.from_dict({
-    "lstm": {"dim": 48, "projection_dim": 12, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-             "use_skip_connections": True},
-    "char_cnn": {"embedding": {"dim": 16}, "filters": [[1, 8], [2, 8], [3, 16], [4, 16], [5, 16], [6, 32], [7, 64]],
-                 "n_highway": 2, "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}})
+WIDE = ElmoOptions.from_dict(
+    {
+        "lstm": {
+            "dim": 48,
+            "projection_dim": 12,
+            "n_layers": 2,
+            "cell_clip": 3,
+            "proj_clip": 3,
+            "use_skip_connections": True,
+        },
+        "char_cnn": {
+            "embedding": {"dim": 16},
+            "filters": [[1, 8], [2, 8], [3, 16], [4, 16], [5, 16], [6, 32], [7, 64]],
+            "n_highway": 2,
+            "n_characters": 262,
+            "max_characters_per_token": 50,
+            "activation": "relu",
+        },
+    }
+)
 
 # every length regime of the windowed char CNN: short, boundaries, tokens whose last windows no longer
 # fit every filter (45..48 bytes), cut tokens, multi-byte characters; more than one chunk of 64 tokens
 # so that chunks of short tokens stop early and take the padding-window response
-TOKENS = ["a", "I", "<S>", "</S>", "the", "cat's", "naïve", "東京", "🙂", "x" * 44, "y" * 45, "z" * 46,
-          "w" * 47, "v" * 48, "u" * 60, "é" * 30, "well-known", "3.14"] + [f"t{i}" for i in range(150)]
+TOKENS = [
+    "a",
+    "I",
+    "<S>",
+    "</S>",
+    "the",
+    "cat's",
+    "naïve",
+    "東京",
+    "🙂",
+    "x" * 44,
+    "y" * 45,
+    "z" * 46,
+    "w" * 47,
+    "v" * 48,
+    "u" * 60,
+    "é" * 30,
+    "well-known",
+    "3.14",
+] + [f"t{i}" for i in range(150)]
 
 
 def lines() -> list[list[str]]:
@@ -56,8 +89,10 @@ def test_packed_inference_matches_autograd_path_with_carried_state(options):
     """Unsorted rows of very different lengths (plus an empty-looking short row), two batches with the
     state carried between them, compared output by output and state by state."""
     bilm = Elmo.random(options, seed=5).bilm
-    batches = [[["word"] * 7, ["a"], ["The", "cat", "sat", "."] * 3, ["x"]],
-               [["b"] * 3, ["long"] * 11, ["c"], ["d"] * 2]]
+    batches = [
+        [["word"] * 7, ["a"], ["The", "cat", "sat", "."] * 3, ["x"]],
+        [["b"] * 3, ["long"] * 11, ["c"], ["d"] * 2],
+    ]
     results = []
     for grad in (True, False):
         state, outs = None, []
@@ -101,8 +136,9 @@ def test_bf16_mode_is_close_and_recorded_in_fingerprint():
     assert bf16.fingerprint != fp32.fingerprint
     sents = lines()
     with h5py.File(FIX / "expected_all_layers_stateless.hdf5", "r") as f:
-        diffs = np.array([np.abs(out - f[str(i)][...]).max(axis=(1, 2))
-                          for i, out in enumerate(bf16.embed(sents, batch_size=8))]).max(axis=0)
+        diffs = np.array(
+            [np.abs(out - f[str(i)][...]).max(axis=(1, 2)) for i, out in enumerate(bf16.embed(sents, batch_size=8))]
+        ).max(axis=0)
     assert diffs[0] <= TOL  # the token layer (char CNN) stays float32
     # bfloat16 keeps 8 bits of mantissa (relative error 2^-9 per operand): measured 1.3e-2 here on
     # activations up to ~3; the biLSTM layers must be clearly approximate (so bf16 really ran) yet close

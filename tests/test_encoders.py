@@ -22,8 +22,12 @@ FIX = Path(__file__).parent / "fixtures"
 OPTIONS = FIX / "elmo_allennlp" / "options.json"
 WEIGHTS = FIX / "elmo_allennlp" / "lm_weights.hdf5"
 GLOVE = FIX / "glove" / "tiny.glove.txt"
-SENTENCES = [["The", "king", "met", "the", "queen", "."], ["Play", "it", "again", ",", "Sam"], ["Hi"],
-             ["A", "game", "of", "football", "at", "the", "theater", "stage", "today", "!"]]
+SENTENCES = [
+    ["The", "king", "met", "the", "queen", "."],
+    ["Play", "it", "again", ",", "Sam"],
+    ["Hi"],
+    ["A", "game", "of", "football", "at", "the", "theater", "stage", "today", "!"],
+]
 
 
 @pytest.fixture
@@ -112,8 +116,11 @@ def test_from_model_wraps_an_in_memory_elmo():
 
 def test_random_elmo_is_the_same_architecture_with_other_vectors(no_model):
     trained = ElmoEncoder(OPTIONS, WEIGHTS)
-    rand0, rand0b, rand1 = RandomElmoEncoder(OPTIONS, seed=0), RandomElmoEncoder(OPTIONS, seed=0), \
-        RandomElmoEncoder(OPTIONS, seed=1)
+    rand0, rand0b, rand1 = (
+        RandomElmoEncoder(OPTIONS, seed=0),
+        RandomElmoEncoder(OPTIONS, seed=0),
+        RandomElmoEncoder(OPTIONS, seed=1),
+    )
     assert rand0.name == "random-elmo"
     assert (rand0.layer_names, rand0.dim) == (trained.layer_names, trained.dim)
     # fingerprints without building anything: equal for equal seeds, distinct from each other and trained

@@ -123,8 +123,13 @@ def test_expected_rows_for_every_task_encoder_and_layer(setup):
     assert set(acc[(acc.task == "upos") & (acc.encoder == "baseline")].layer) == {"majority", "most-frequent-tag"}
     wsd = df[df.task == "wsd-1nn"]
     assert set(wsd.metric) == {"f1"} and set(wsd.dataset) == {"demo-semcor"}
-    assert set(zip(wsd.encoder, wsd.layer)) == {("elmo", "0"), ("elmo", "1"), ("elmo", "2"),
-                                                ("baseline", "wn-first-sense"), ("baseline", "semcor-mfs")}
+    assert set(zip(wsd.encoder, wsd.layer)) == {
+        ("elmo", "0"),
+        ("elmo", "1"),
+        ("elmo", "2"),
+        ("baseline", "wn-first-sense"),
+        ("baseline", "semcor-mfs"),
+    }
     sup = df[(df.task == "supersense") & (df.metric == "accuracy")]
     assert set(sup.encoder) == {"elmo", "glove", "baseline"}
 
@@ -185,8 +190,13 @@ def test_side_tables_and_provenance(setup):
     assert store["corpus_fingerprint"] == load("demo-ud", "train").head(N).fingerprint()
     assert [s["data"] for s in prov["skipped"]] == ["senseval2:test"]
     assert "[[tasks]]" in prov["experiment_toml"]
-    assert {p["layer"] for p in prov["probes"] if p["task"] == "upos" and p["encoder"] == "elmo"} == \
-        {"0", "1", "2", "mix", "concat"}
+    assert {p["layer"] for p in prov["probes"] if p["task"] == "upos" and p["encoder"] == "elmo"} == {
+        "0",
+        "1",
+        "2",
+        "mix",
+        "concat",
+    }
 
 
 def test_results_object(setup):
@@ -247,8 +257,7 @@ def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
 def test_extract_activations_for_the_cli(tmp_path, monkeypatch):
     model = tmp_path / "model"
     shutil.copytree(FIX / "elmo_allennlp", model)  # a folder with options.json and lm_weights.hdf5
-    store = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5,
-                                progress=False)
+    store = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5, progress=False)
     assert store.n_sentences == 5 and store.layer_names == ["0", "1", "2"] and store.dim == 32
     words = [w for s in load("demo-ud", "dev").head(5) for w in s.words]
     assert store.tokens.word.tolist() == words
@@ -257,8 +266,7 @@ def test_extract_activations_for_the_cli(tmp_path, monkeypatch):
         raise AssertionError("an Elmo model was built on a cache hit")
 
     monkeypatch.setattr(elmo_module.Elmo, "__init__", boom)
-    again = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5,
-                                progress=False)
+    again = extract_activations(str(model), "demo-ud", "dev", cache_dir=tmp_path / "c", max_sentences=5, progress=False)
     assert again.path == store.path
 
 
@@ -267,7 +275,11 @@ def test_bundled_experiments_validate():
     assert [e.name for e in default.encoders] == ["elmo", "random-elmo", "glove"]
     assert [t.name for t in default.tasks] == ["upos", "xpos", "wsd-1nn", "supersense"]
     assert {str(r) for t in default.tasks for r in (t.train, *t.test)} <= {
-        "demo-ud:train", "demo-ud:test", "demo-semcor:train", "demo-semcor:test"}
+        "demo-ud:train",
+        "demo-ud:test",
+        "demo-semcor:train",
+        "demo-semcor:test",
+    }
     assert default.max_sentences is None
     # sized for the demo (see its comments): one control seed, C in {1, 10, 100}, tol 3e-4; full.toml
     # keeps three seeds, six Cs and sklearn's tol
@@ -280,24 +292,38 @@ def test_bundled_experiments_validate():
     assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol) == ((0, 1, 2), 6, 1e-4)
 
 
-@pytest.mark.parametrize("change, message", [
-    (("max_iter = 30", 'max_iter = "ten"'), r"\[probe\]\.max_iter: expected an integer >= 1, got 'ten'"),
-    (("C = [1.0]", "Cs = [1.0]"), r"\[probe\]: unknown key\(s\) 'Cs'"),
-    (("seeds = [0, 1]", "seeds = [0, 0]"), r"\[experiment\]\.seeds: expected a non-empty list of distinct"),
-    (('kind = "glove"', 'kind = "bert"'), r"encoders\[2\]\.kind: expected one of 'elmo', 'random-elmo', 'glove', "
-                                          r"got 'bert'"),
-    (('train = "demo-ud:train"', 'train = "demo-ud"'), r"tasks\[0\]\.train: expected 'dataset:split'"),
-    (('dev = "demo-ud:dev"', 'dev = "demo-ud:validation"'), r"tasks\[0\]\.dev: dataset 'demo-ud' has no split "
-                                                            r"'validation'; its splits are train, dev, test"),
-    (('test = ["demo-ud:test"]', 'test = ["ewt:test"]'), r"tasks\[0\]\.test\[0\]: unknown dataset 'ewt'"),
-    (('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'),
-     r"tasks\[1\]\.encoders: expected a non-empty list of strings from 'elmo', 'random-elmo', 'glove'"),
-    (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing"),
-    (('weights = "model/weights.hdf5"', 'weights = "model/nope.hdf5"'), r"encoders\[0\]\.weights: expected an "
-                                                                        r"existing file, got '.*nope.hdf5'"),
-    (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
-    (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("max_iter = 30", 'max_iter = "ten"'), r"\[probe\]\.max_iter: expected an integer >= 1, got 'ten'"),
+        (("C = [1.0]", "Cs = [1.0]"), r"\[probe\]: unknown key\(s\) 'Cs'"),
+        (("seeds = [0, 1]", "seeds = [0, 0]"), r"\[experiment\]\.seeds: expected a non-empty list of distinct"),
+        (
+            ('kind = "glove"', 'kind = "bert"'),
+            r"encoders\[2\]\.kind: expected one of 'elmo', 'random-elmo', 'glove', "
+            r"got 'bert'",
+        ),
+        (('train = "demo-ud:train"', 'train = "demo-ud"'), r"tasks\[0\]\.train: expected 'dataset:split'"),
+        (
+            ('dev = "demo-ud:dev"', 'dev = "demo-ud:validation"'),
+            r"tasks\[0\]\.dev: dataset 'demo-ud' has no split "
+            r"'validation'; its splits are train, dev, test",
+        ),
+        (('test = ["demo-ud:test"]', 'test = ["ewt:test"]'), r"tasks\[0\]\.test\[0\]: unknown dataset 'ewt'"),
+        (
+            ('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'),
+            r"tasks\[1\]\.encoders: expected a non-empty list of strings from 'elmo', 'random-elmo', 'glove'",
+        ),
+        (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing"),
+        (
+            ('weights = "model/weights.hdf5"', 'weights = "model/nope.hdf5"'),
+            r"encoders\[0\]\.weights: expected an "
+            r"existing file, got '.*nope.hdf5'",
+        ),
+        (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
+        (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
+    ],
+)
 def test_bad_experiment_files_name_the_key(tmp_path, change, message):
     shutil.copytree(FIX / "elmo_allennlp", tmp_path / "model")
     shutil.copy(tmp_path / "model" / "lm_weights.hdf5", tmp_path / "model" / "weights.hdf5")
@@ -319,8 +345,11 @@ def test_missing_tasks_and_missing_file(tmp_path):
 
 def test_quick_overrides_apply():
     text = TOML.replace("[probe]", "[quick]\nmax_sentences = 7\nseeds = [5]\n\n[probe]")
-    text = text.replace("model/options.json", "elmo_allennlp/options.json").replace(
-        "model/weights.hdf5", "elmo_allennlp/lm_weights.hdf5").replace('"tiny.glove.txt"', '"glove/tiny.glove.txt"')
+    text = (
+        text.replace("model/options.json", "elmo_allennlp/options.json")
+        .replace("model/weights.hdf5", "elmo_allennlp/lm_weights.hdf5")
+        .replace('"tiny.glove.txt"', '"glove/tiny.glove.txt"')
+    )
     exp = parse_experiment(text, base=str(FIX))
     q = exp.quick()
     assert (q.max_sentences, q.probe.seeds, q.probe.n_boot) == (7, (5,), 200)  # bootstrap: the quick default

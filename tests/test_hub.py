@@ -8,8 +8,8 @@ from pathlib import Path
 
 import h5py
 import pytest
-
 from fixtures.download.fileserver import FileServer
+
 from probing import download, paths
 from probing.download import OfflineError
 from probing.elmo import hub
@@ -39,7 +39,10 @@ def server():
 
 def tiny_registry(server: FileServer, architecture: ElmoOptions = TINY) -> dict[str, Checkpoint]:
     entry = Checkpoint(
-        "tiny", "the AllenNLP test biLM", server.url("/tiny/options.json"), server.url("/tiny/weights.hdf5"),
+        "tiny",
+        "the AllenNLP test biLM",
+        server.url("/tiny/options.json"),
+        server.url("/tiny/weights.hdf5"),
         architecture=architecture,
     )
     return {"tiny": entry}
@@ -56,8 +59,12 @@ def test_official_names_and_urls():
         "https://allennlp.s3.amazonaws.com/models/elmo/2x4096_512_2048cnn_2xhighway_5.5B/"
         "elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5"
     )
-    tags = {"small": "2x1024_128_2048cnn_1xhighway", "medium": "2x2048_256_2048cnn_1xhighway",
-            "original": "2x4096_512_2048cnn_2xhighway", "original-5.5b": "2x4096_512_2048cnn_2xhighway_5.5B"}
+    tags = {
+        "small": "2x1024_128_2048cnn_1xhighway",
+        "medium": "2x2048_256_2048cnn_1xhighway",
+        "original": "2x4096_512_2048cnn_2xhighway",
+        "original-5.5b": "2x4096_512_2048cnn_2xhighway_5.5B",
+    }
     for name, tag in tags.items():
         entry = hub.REGISTRY[name]
         assert entry.options_url == f"{hub.S3}/{tag}/elmo_{tag}_options.json"

@@ -80,8 +80,12 @@ _summary = {
 
 
 def _images(nb) -> int:
-    return sum("image/png" in out.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
-               for out in cell.get("outputs", []))
+    return sum(
+        "image/png" in out.get("data", {})
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
 
 
 def run_notebook(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, object, Path]:
@@ -101,7 +105,7 @@ def run_notebook(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, object, 
     NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(work)}}).execute()
     text = "".join(out.get("text", "") for out in nb.cells[-1].outputs if out.get("name") == "stdout")
     line = next(l for l in text.splitlines() if l.startswith(MARK))
-    return json.loads(line[len(MARK):]), nb, work
+    return json.loads(line[len(MARK) :]), nb, work
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -160,14 +164,23 @@ def test_02_layer_probes(tmp_path, monkeypatch):
             assert lo <= value <= hi
     elmo_layers = {l for e, l, t in zip(rows["encoder"], rows["layer"], rows["task"]) if e == "elmo" and t == "upos"}
     assert {"0", "1", "2", "mix", "concat"} <= elmo_layers
-    majority = [v for t, l, m, v in zip(rows["task"], rows["layer"], rows["metric"], rows["value"])
-                if t == "upos" and l == "majority" and m == "accuracy"]
+    majority = [
+        v
+        for t, l, m, v in zip(rows["task"], rows["layer"], rows["metric"], rows["value"])
+        if t == "upos" and l == "majority" and m == "accuracy"
+    ]
     assert majority == [pytest.approx(_demo_ud_majority(s["max_sentences"]), abs=1e-9)]
     assert np.allclose(s["mix_sums"], 1.0, atol=1e-4)
     assert set(s["per_layer_best"]) <= {"0", "1", "2"}
     out = Path(s["out"])
-    for f in ("results.csv", "results.json", "mix_weights.csv", "per_tag.csv", "figures/overview.png",
-              "figures/overview.svg"):
+    for f in (
+        "results.csv",
+        "results.json",
+        "mix_weights.csv",
+        "per_tag.csv",
+        "figures/overview.png",
+        "figures/overview.svg",
+    ):
         assert (out / f).is_file(), f
     assert Path(s["report"]).is_file() and "<img" in Path(s["report"]).read_text(encoding="utf-8")
     assert _images(nb) >= 5  # overview, layer scores, selectivity, mix weights, tag gains
@@ -196,7 +209,7 @@ def test_03_play_neighbours(tmp_path, monkeypatch):
     assert t4["source"][0] == "GloVe" and t4["nearest"][0] == ", ".join(s["glove_words"])
     assert len(t4["source"]) == 1 + 2 * 3 and t4["layer"][1:] == ["0", "1", "2"] * 2
     for nearest in t4["nearest"][1:]:
-        marked = nearest[nearest.index("[") + 1:nearest.index("]")]
+        marked = nearest[nearest.index("[") + 1 : nearest.index("]")]
         assert marked.lower().startswith("play"), nearest
     # both sources say "play": at context-free layer 0 they have the same vector, hence the same neighbour
     assert t4["sentence_id"][1] == t4["sentence_id"][4] and t4["cosine"][1] == pytest.approx(t4["cosine"][4])
@@ -220,8 +233,12 @@ def test_04_your_own_corpus(tmp_path, monkeypatch):
     assert s["majority"] == pytest.approx(test_upos.count(top) / len(test_upos))
     # a linear probe on ELMo layers beats the majority tag by a wide margin, even on 60 sentences
     assert max(s["by_hand"]["test accuracy"]) > s["majority"] + 0.2
-    assert s["experiment"] == {"name": "my-upos", "encoders": ["elmo", "glove"], "tasks": ["upos"],
-                               "train_path": str((work / "outputs/04_your_own_corpus/my-treebank/train.conllu.gz").resolve())}
+    assert s["experiment"] == {
+        "name": "my-upos",
+        "encoders": ["elmo", "glove"],
+        "tasks": ["upos"],
+        "train_path": str((work / "outputs/04_your_own_corpus/my-treebank/train.conllu.gz").resolve()),
+    }
     layers = {(e, l) for e, l in zip(s["my_rows"]["encoder"], s["my_rows"]["layer"])}
     assert {("elmo", "0"), ("elmo", "1"), ("elmo", "2"), ("elmo", "mix"), ("glove", "glove")} <= layers
     assert not any(m == "control-accuracy" for m in s["my_rows"]["metric"])  # control = false in the TOML

@@ -15,10 +15,22 @@ from probing.elmo import Elmo
 from probing.elmo.pretrain import PretrainConfig, Pretrainer
 
 TINY = {
-    "lstm": {"dim": 32, "projection_dim": 16, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-             "use_skip_connections": True},
-    "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1,
-                 "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"},
+    "lstm": {
+        "dim": 32,
+        "projection_dim": 16,
+        "n_layers": 2,
+        "cell_clip": 3,
+        "proj_clip": 3,
+        "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "embedding": {"dim": 4},
+        "filters": [[1, 8], [2, 8], [3, 16]],
+        "n_highway": 1,
+        "n_characters": 262,
+        "max_characters_per_token": 50,
+        "activation": "relu",
+    },
 }
 
 
@@ -36,8 +48,7 @@ def toy_language(n: int, seed: int) -> list[str]:
         det = "a" if num == "sg" else "some"
         obj_num = rng.choice(["sg", "pl"])
         obj_det = "a" if obj_num == "sg" else "some"
-        out.append(f"{det} {rng.choice(nouns[num])} {rng.choice(verbs[num])} {obj_det} "
-                   f"{rng.choice(nouns[obj_num])} .")
+        out.append(f"{det} {rng.choice(nouns[num])} {rng.choice(verbs[num])} {obj_det} {rng.choice(nouns[obj_num])} .")
     return out
 
 
@@ -51,9 +62,20 @@ def corpus(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def config(corpus, **kw) -> PretrainConfig:
     train, valid, options = corpus
-    base = dict(train=[str(train)], valid=str(valid), options=str(options), batch_tokens=256,
-                vocab_size=100, min_count=1, cutoffs=[10], lr=1e-2, warmup_tokens=500,
-                eval_every_tokens=10**9, threads=1, seed=0)
+    base = dict(
+        train=[str(train)],
+        valid=str(valid),
+        options=str(options),
+        batch_tokens=256,
+        vocab_size=100,
+        min_count=1,
+        cutoffs=[10],
+        lr=1e-2,
+        warmup_tokens=500,
+        eval_every_tokens=10**9,
+        threads=1,
+        seed=0,
+    )
     base.update(kw)
     return PretrainConfig(**base)
 
@@ -105,6 +127,7 @@ def test_export_round_trip(corpus, tmp_path):
         assert np.abs(got - exp).max() <= 1e-5  # both directions, all layers
     # the forget-gate bias is stored without TensorFlow's run-time +1.0
     import h5py
+
     with h5py.File(export / "weights.hdf5", "r") as f:
         stored = f["RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/B"][...]
     live = trainer.model.bilm.forward_lstm.bias[0].detach().numpy()
@@ -117,8 +140,28 @@ def test_export_round_trip(corpus, tmp_path):
 def test_cli_pretrain_and_export(corpus, tmp_path, capsys):
     train, valid, options = corpus
     out = tmp_path / "cli"
-    assert cli_main(["pretrain", "--train", str(train), "--valid", str(valid), "--options", str(options),
-                     "--out", str(out), "--max-tokens", "500", "--threads", "1", "--batch-tokens", "256"]) == 0
+    assert (
+        cli_main(
+            [
+                "pretrain",
+                "--train",
+                str(train),
+                "--valid",
+                str(valid),
+                "--options",
+                str(options),
+                "--out",
+                str(out),
+                "--max-tokens",
+                "500",
+                "--threads",
+                "1",
+                "--batch-tokens",
+                "256",
+            ]
+        )
+        == 0
+    )
     assert (out / "export" / "weights.hdf5").exists() and (out / "checkpoint.pt").exists()
     assert cli_main(["pretrain", "--out", str(tmp_path / "missing"), "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err

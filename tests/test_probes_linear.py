@@ -6,15 +6,14 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
-
-import torch
-import torch.nn.functional as F
 
 from probing.probes.linear import (
     LinearProbe,
@@ -50,8 +49,14 @@ def rel_diff(a, b):
 
 def _five_classes(scales, offsets):
     X, y = make_classification(
-        n_samples=1500, n_features=30, n_informative=12, n_redundant=0, n_classes=5,
-        n_clusters_per_class=1, class_sep=0.8, random_state=0,
+        n_samples=1500,
+        n_features=30,
+        n_informative=12,
+        n_redundant=0,
+        n_classes=5,
+        n_clusters_per_class=1,
+        class_sep=0.8,
+        random_state=0,
     )
     X = (X * scales + offsets).astype(np.float32)
     return X[:1200], y[:1200], X[1200:], y[1200:]
@@ -195,12 +200,14 @@ def test_select_l2_picks_best_dev_C(multiclass):
 def test_adam_close_to_lbfgs(multiclass):
     X, y, Xd, yd = multiclass
     lbfgs = LinearProbe(C=1.0).fit(X, y)
-    adam = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512,
-                       random_state=0).fit(X, y, Xd, yd)
+    adam = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512, random_state=0).fit(
+        X, y, Xd, yd
+    )
     # Stochastic optimisation of the same objective: dev accuracy within 2 points of the exact fit.
     assert adam.dev_score_ >= lbfgs.score(Xd, yd) - 0.02
-    again = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512,
-                        random_state=0).fit(X, y, Xd, yd)
+    again = LinearProbe(C=1.0, solver="adam", max_iter=50, batch_size=128, chunk_rows=512, random_state=0).fit(
+        X, y, Xd, yd
+    )
     assert np.array_equal(adam.coef_, again.coef_)  # seeded
 
 

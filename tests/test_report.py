@@ -37,26 +37,38 @@ render = _load_render_script()
 
 
 def row(task, encoder, layer, metric, value, lo=np.nan, hi=np.nan, dataset="ewt", seed=0):
-    return dict(task=task, dataset=dataset, split="test", encoder=encoder, layer=layer, metric=metric,
-                value=value, ci_low=lo, ci_high=hi, seed=seed)
+    return dict(
+        task=task,
+        dataset=dataset,
+        split="test",
+        encoder=encoder,
+        layer=layer,
+        metric=metric,
+        value=value,
+        ci_low=lo,
+        ci_high=hi,
+        seed=seed,
+    )
 
 
 def make_results() -> pd.DataFrame:
-    return pd.DataFrame([
-        row("upos", "elmo", "0", "accuracy", 0.90, 0.89, 0.91),
-        row("upos", "elmo", "1", "accuracy", 0.96, 0.955, 0.965),
-        row("upos", "elmo", "2", "accuracy", 0.95, 0.94, 0.955),
-        row("upos", "random-elmo", "0", "accuracy", 0.85, 0.84, 0.86),
-        row("upos", "random-elmo", "1", "accuracy", 0.80, 0.79, 0.81),
-        row("upos", "baseline", "majority", "accuracy", 0.15, 0.14, 0.16),
-        row("upos", "glove", "glove", "accuracy", 0.89, 0.885, 0.895),
-        row("upos", "elmo", "1", "control-accuracy", 0.70, 0.69, 0.71),
-        row("upos", "elmo", "1", "selectivity", 0.26),
-        row("wsd-1nn", "elmo", "1", "f1", 0.69, 0.68, 0.70, dataset="se-all"),
-        row("wsd-1nn", "elmo", "2", "f1", 0.68, 0.67, 0.69, dataset="se-all"),
-        row("wsd-1nn", "elmo", "1", "accuracy", 0.70, 0.69, 0.71, dataset="se-all"),
-        row("wsd-1nn", "baseline", "wn-first-sense", "f1", 0.65, 0.64, 0.66, dataset="se-all"),
-    ])
+    return pd.DataFrame(
+        [
+            row("upos", "elmo", "0", "accuracy", 0.90, 0.89, 0.91),
+            row("upos", "elmo", "1", "accuracy", 0.96, 0.955, 0.965),
+            row("upos", "elmo", "2", "accuracy", 0.95, 0.94, 0.955),
+            row("upos", "random-elmo", "0", "accuracy", 0.85, 0.84, 0.86),
+            row("upos", "random-elmo", "1", "accuracy", 0.80, 0.79, 0.81),
+            row("upos", "baseline", "majority", "accuracy", 0.15, 0.14, 0.16),
+            row("upos", "glove", "glove", "accuracy", 0.89, 0.885, 0.895),
+            row("upos", "elmo", "1", "control-accuracy", 0.70, 0.69, 0.71),
+            row("upos", "elmo", "1", "selectivity", 0.26),
+            row("wsd-1nn", "elmo", "1", "f1", 0.69, 0.68, 0.70, dataset="se-all"),
+            row("wsd-1nn", "elmo", "2", "f1", 0.68, 0.67, 0.69, dataset="se-all"),
+            row("wsd-1nn", "elmo", "1", "accuracy", 0.70, 0.69, 0.71, dataset="se-all"),
+            row("wsd-1nn", "baseline", "wn-first-sense", "f1", 0.65, 0.64, 0.66, dataset="se-all"),
+        ]
+    )
 
 
 PROVENANCE = {
@@ -78,8 +90,14 @@ def figure_files(tmp_path_factory) -> dict[str, Path]:
 def report(tmp_path_factory, figure_files) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("report")
     neighbours = pd.DataFrame({"source": ["GloVe", "biLM"], "nearest neighbours": ["playing, game", f"a {EVIL} play"]})
-    path = write_report(out, make_results(), PROVENANCE, figures=figure_files,
-                        tables={'Nearest neighbours of "play"': neighbours}, title=f"Report {EVIL}")
+    path = write_report(
+        out,
+        make_results(),
+        PROVENANCE,
+        figures=figure_files,
+        tables={'Nearest neighbours of "play"': neighbours},
+        title=f"Report {EVIL}",
+    )
     return path, path.read_text(encoding="utf-8")
 
 
@@ -138,7 +156,7 @@ def test_every_figure_is_embedded_byte_for_byte(report, figure_files):
         mime = "image/png" if path.suffix == ".png" else "image/svg+xml"
         prefix = f"data:{mime};base64,"
         assert imgs[name]["src"].startswith(prefix)
-        assert base64.b64decode(imgs[name]["src"][len(prefix):]) == path.read_bytes()
+        assert base64.b64decode(imgs[name]["src"][len(prefix) :]) == path.read_bytes()
     # a 6.4-inch figure saved at 200 dpi is shown at its physical size: 6.4 * 96 CSS px
     assert imgs["layer_scores_upos"]["style"] == "width: 614px"
     assert "How to read this" in text and "0 is the context-free character-CNN token layer" in text
@@ -161,14 +179,22 @@ def test_summary_picks_best_layer_with_ci_selectivity_and_baselines():
     elmo = s.loc[("upos", "elmo")]
     # layer 1 has the highest accuracy (0.96, CI 0.955-0.965); its selectivity row is 0.26
     assert (elmo["best layer"], elmo["score"], elmo["95% CI"], elmo["selectivity"]) == (
-        "1", "96.0", "[95.5, 96.5]", "26.0")
+        "1",
+        "96.0",
+        "[95.5, 96.5]",
+        "26.0",
+    )
     assert elmo["baselines"] == "glove 89.0; majority 15.0"
     rnd = s.loc[("upos", "random-elmo")]
     assert (rnd["best layer"], rnd["score"], rnd["selectivity"]) == ("0", "85.0", "—")
     wsd = s.loc[("wsd-1nn", "elmo")]
     # WSD is summarised by F1, not by its accuracy rows
     assert (wsd["metric"], wsd["best layer"], wsd["score"], wsd["baselines"]) == (
-        "f1", "1", "69.0", "wn-first-sense 65.0")
+        "f1",
+        "1",
+        "69.0",
+        "wn-first-sense 65.0",
+    )
 
 
 def test_summary_and_results_tables_are_in_the_page(report):
@@ -218,8 +244,9 @@ def test_ink_fraction_tells_blank_from_drawn(tmp_path):
     assert render.ink_fraction(tmp_path / "drawn.png") == (0.01, 2)
 
 
-chromium = pytest.mark.skipif(render.find_chromium() is None,
-                              reason="Chromium not installed (Debian: apt-get install chromium)")
+chromium = pytest.mark.skipif(
+    render.find_chromium() is None, reason="Chromium not installed (Debian: apt-get install chromium)"
+)
 
 
 @pytest.mark.slow

@@ -24,12 +24,31 @@ from probing.results import (
 
 def small_table() -> pd.DataFrame:
     t = ResultsTable()
-    t.add(task="pos", dataset="ud_ewt", split="test", encoder="elmo", layer=0, metric="accuracy",
-          value=0.91, ci_low=0.90, ci_high=0.92, seed=0)
-    t.add(task="pos", dataset="ud_ewt", split="test", encoder="elmo", layer="mix", metric="accuracy",
-          value=0.97)
-    t.add(task="pos", dataset="ud_ewt", split="test", encoder="glove", layer="glove", metric="selectivity",
-          value=0.12, ci_low=0.1, ci_high=0.14, seed=3)
+    t.add(
+        task="pos",
+        dataset="ud_ewt",
+        split="test",
+        encoder="elmo",
+        layer=0,
+        metric="accuracy",
+        value=0.91,
+        ci_low=0.90,
+        ci_high=0.92,
+        seed=0,
+    )
+    t.add(task="pos", dataset="ud_ewt", split="test", encoder="elmo", layer="mix", metric="accuracy", value=0.97)
+    t.add(
+        task="pos",
+        dataset="ud_ewt",
+        split="test",
+        encoder="glove",
+        layer="glove",
+        metric="selectivity",
+        value=0.12,
+        ci_low=0.1,
+        ci_high=0.14,
+        seed=3,
+    )
     return t.to_frame()
 
 

@@ -20,6 +20,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_store_fakes import (
+    FakeCorpus,
+    FakeEncoder,
+    FakeSentence,
+    MetadataOnly,
+    make_corpus,
+    reference_layers,
+)
 
 from probing.store import (
     Store,
@@ -31,16 +39,6 @@ from probing.store import (
     plan_chunks,
     shard_range,
     store_key,
-)
-from test_store_fakes import (
-    FakeCorpus,
-    FakeEncoder,
-    FakeSentence,
-    FastEncoder,
-    MetadataOnly,
-    StreamingCorpus,
-    make_corpus,
-    reference_layers,
 )
 
 TESTS = Path(__file__).parent
@@ -58,14 +56,20 @@ def expected_tokens(corpus: FakeCorpus, encoder: FakeEncoder) -> pd.DataFrame:
     rows = []
     for s in corpus._sentences:
         for p, w in enumerate(s.words):
-            rows.append({
-                "sentence_id": s.id, "doc_id": s.doc_id, "position": p, "word": w,
-                "upos": s.upos[p] if s.upos else "", "xpos": s.xpos[p] if s.xpos else "",
-                "lemma": s.lemmas[p] if s.lemmas else "",
-                "sense": " ".join(s.senses[p]) if s.senses else "",
-                "instance_id": (s.instance_ids[p] or "") if s.instance_ids else "",
-                "oov": bool(encoder.oov_mask([w])[0]),
-            })
+            rows.append(
+                {
+                    "sentence_id": s.id,
+                    "doc_id": s.doc_id,
+                    "position": p,
+                    "word": w,
+                    "upos": s.upos[p] if s.upos else "",
+                    "xpos": s.xpos[p] if s.xpos else "",
+                    "lemma": s.lemmas[p] if s.lemmas else "",
+                    "sense": " ".join(s.senses[p]) if s.senses else "",
+                    "instance_id": (s.instance_ids[p] or "") if s.instance_ids else "",
+                    "oov": bool(encoder.oov_mask([w])[0]),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -94,6 +98,7 @@ def layer_region_offset(store: Store, layer: int) -> int:
 
 # -- content ------------------------------------------------------------------------------------------------
 
+
 def test_layers_tokens_and_manifest_match_the_per_sentence_reference(tmp_path):
     corpus, enc = corpus_with_empty_sentence(), FakeEncoder()
     store = extract(enc, corpus, cache_dir=tmp_path, **KW)
@@ -110,8 +115,17 @@ def test_layers_tokens_and_manifest_match_the_per_sentence_reference(tmp_path):
 
     m = store.manifest
     assert (m["n_tokens"], m["n_sentences"]) == (sum(lengths), len(lengths))
-    assert m["encoder"] == {"name": "fake-hash", "fingerprint": enc.fingerprint, "layer_names": ["0", "1", "2"], "dim": 8}
-    assert (m["corpus"]["name"], m["corpus"]["split"], m["corpus"]["fingerprint"]) == ("fake", "test", corpus.fingerprint())
+    assert m["encoder"] == {
+        "name": "fake-hash",
+        "fingerprint": enc.fingerprint,
+        "layer_names": ["0", "1", "2"],
+        "dim": 8,
+    }
+    assert (m["corpus"]["name"], m["corpus"]["split"], m["corpus"]["fingerprint"]) == (
+        "fake",
+        "test",
+        corpus.fingerprint(),
+    )
     assert m["versions"]["numpy"] == np.__version__ and m["versions"]["probing"] == "0.1.0"
     assert m["timings"]["run_tokens"] == sum(lengths) and m["timings"]["tokens_per_s"] > 0
     # chunks tile the rows in order, each about chunk_tokens (the last sentence may overshoot)
@@ -163,8 +177,7 @@ def test_plan_batches_and_shard_ranges_on_known_inputs():
 
 
 def test_a_chunk_of_only_empty_sentences_is_stored_and_verified(tmp_path):
-    sentences = [FakeSentence("a", "d", ["the", "cat", "sat"]), FakeSentence("b", "d", []),
-                 FakeSentence("c", "d", [])]
+    sentences = [FakeSentence("a", "d", ["the", "cat", "sat"]), FakeSentence("b", "d", []), FakeSentence("c", "d", [])]
     corpus, enc = FakeCorpus(sentences), FakeEncoder()
     # 3 tokens fill chunk 0, so chunk 1 holds the two empty sentences and no rows at all
     assert plan_chunks(np.array([3, 0, 0]), 3) == [[0, 1, 0, 3], [1, 3, 3, 3]]
@@ -177,6 +190,7 @@ def test_a_chunk_of_only_empty_sentences_is_stored_and_verified(tmp_path):
 
 # -- caching ------------------------------------------------------------------------------------------------
 
+
 def test_cache_hit_reads_only_encoder_metadata_and_rewrites_nothing(tmp_path):
     corpus = make_corpus(20)
     first = extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
@@ -186,8 +200,10 @@ def test_cache_hit_reads_only_encoder_metadata_and_rewrites_nothing(tmp_path):
     assert hit.path == first.path and lazy.loads == 0 and lazy.batches == []
     assert {p.name: p.stat().st_mtime_ns for p in hit.path.iterdir()} == mtimes
     # chunk and batch sizes are not part of the content: still a hit
-    assert extract(MetadataOnly(lazy), corpus, cache_dir=tmp_path, chunk_tokens=7, batch_tokens=5,
-                   progress=False).path == first.path
+    assert (
+        extract(MetadataOnly(lazy), corpus, cache_dir=tmp_path, chunk_tokens=7, batch_tokens=5, progress=False).path
+        == first.path
+    )
 
 
 def test_a_toolkit_corpus_is_parsed_once_per_extraction(tmp_path):
@@ -208,8 +224,9 @@ def test_a_toolkit_corpus_is_parsed_once_per_extraction(tmp_path):
     # parsing a big corpus costs seconds a pass: key, lengths and the sentences to encode come from one
     assert len(passes) == 1
     assert [p.name for p in tmp_path.iterdir()] == [store.path.name], "the corpus copy is removed"
-    assert np.array_equal(store.layer(2, dtype=np.float32),
-                          reference_layers(FakeEncoder(), make_corpus(25, seed=3))[2].astype(np.float32))
+    assert np.array_equal(
+        store.layer(2, dtype=np.float32), reference_layers(FakeEncoder(), make_corpus(25, seed=3))[2].astype(np.float32)
+    )
     passes.clear()
     extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
     assert len(passes) == 1, "a cache hit reads the corpus once, for its key"
@@ -229,6 +246,7 @@ def test_key_changes_with_corpus_or_encoder_content(tmp_path):
 
 
 # -- resume and corruption ------------------------------------------------------------------------------------
+
 
 def test_crash_then_resume_encodes_only_uncommitted_chunks_and_rechecks_committed_ones(tmp_path):
     corpus = make_corpus(40, seed=1)
@@ -316,12 +334,21 @@ print(store.path)
 
 
 def spawn(tmp_path: Path, name: str, n: int, seed: int, sleep: float, progress: bool = False) -> subprocess.Popen:
-    code = SCRIPT.format(tests=str(TESTS), n=n, seed=seed, sleep=sleep, log=str(tmp_path / "encoded.jsonl"),
-                         go=str(tmp_path / "go"), ready=str(tmp_path / f"ready-{name}"),
-                         cache=str(tmp_path / "cache"), progress=progress)
+    code = SCRIPT.format(
+        tests=str(TESTS),
+        n=n,
+        seed=seed,
+        sleep=sleep,
+        log=str(tmp_path / "encoded.jsonl"),
+        go=str(tmp_path / "go"),
+        ready=str(tmp_path / f"ready-{name}"),
+        cache=str(tmp_path / "cache"),
+        progress=progress,
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def wait_for(pred, timeout: float, what: str) -> None:
@@ -358,8 +385,9 @@ def test_sigkill_mid_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
     resumed = extract(enc, corpus, cache_dir=tmp_path / "cache", chunk_tokens=20, batch_tokens=8, progress=False)
     missing = set(range(len(journal["chunks"]))) - done
     assert encoded(enc) == chunk_sentences(corpus, journal["chunks"], missing), "re-encoded a committed chunk"
-    whole = extract(FakeEncoder(), corpus, cache_dir=tmp_path / "uninterrupted", chunk_tokens=20, batch_tokens=8,
-                    progress=False)
+    whole = extract(
+        FakeEncoder(), corpus, cache_dir=tmp_path / "uninterrupted", chunk_tokens=20, batch_tokens=8, progress=False
+    )
     for k in range(3):
         np.testing.assert_array_equal(resumed.layer(k), whole.layer(k), err_msg=f"layer {k}")
     assert_tokens_equal(resumed.tokens, whole.tokens)
@@ -389,6 +417,7 @@ def test_two_concurrent_extractions_of_one_key_encode_once_and_both_get_the_stor
 
 
 # -- shards ---------------------------------------------------------------------------------------------------
+
 
 def test_shards_merge_into_exactly_the_unsharded_store(tmp_path):
     corpus = corpus_with_empty_sentence(33, seed=7)
@@ -431,6 +460,7 @@ def test_merge_refuses_a_corrupt_shard(tmp_path):
 
 
 # -- reading --------------------------------------------------------------------------------------------------
+
 
 def test_reader_api_views_gathers_filters_and_sentences(tmp_path):
     corpus, enc = corpus_with_empty_sentence(30, seed=9), FakeEncoder()
@@ -475,6 +505,7 @@ def test_reader_api_views_gathers_filters_and_sentences(tmp_path):
 
 # -- errors ---------------------------------------------------------------------------------------------------
 
+
 class WrongShape(FakeEncoder):
     def encode(self, sentences):
         return [a[:, :, :-1] for a in super().encode(sentences)]
@@ -499,9 +530,13 @@ class NotSentences:
 
 def test_bad_inputs_raise_clear_errors(tmp_path):
     corpus = make_corpus(6, seed=10)
-    with pytest.raises(StoreError, match=r"returned float32 \(3, \d+, 7\) for sentence 's\d+', expected float32 \(3, \d+, 8\)"):
+    with pytest.raises(
+        StoreError, match=r"returned float32 \(3, \d+, 7\) for sentence 's\d+', expected float32 \(3, \d+, 8\)"
+    ):
         extract(WrongShape(), corpus, cache_dir=tmp_path, **KW)
-    with pytest.raises(StoreError, match=r"returned values in \[-\d.*, \d.*\] for sentence 's\d+'; the store keeps fp16"):
+    with pytest.raises(
+        StoreError, match=r"returned values in \[-\d.*, \d.*\] for sentence 's\d+'; the store keeps fp16"
+    ):
         extract(FakeEncoder(scale=1e6), corpus, cache_dir=tmp_path, **KW)
     with pytest.raises(StoreError, match="non-finite values"):
         extract(NaNs(), corpus, cache_dir=tmp_path, **KW)
@@ -540,8 +575,11 @@ def test_too_little_disk_fails_before_encoding_and_names_the_directory(tmp_path,
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - need + 1, need - 1))
     assert 1024 <= need - 1 < need < 1024 * 1024
-    with pytest.raises(OSError, match=rf"{tmp_path}/[0-9a-f]{{64}}: the activations of fake/test need "
-                                      rf"{need / 1024:.1f} KiB, only {(need - 1) / 1024:.1f} KiB free \(point PROBING_CACHE"):
+    with pytest.raises(
+        OSError,
+        match=rf"{tmp_path}/[0-9a-f]{{64}}: the activations of fake/test need "
+        rf"{need / 1024:.1f} KiB, only {(need - 1) / 1024:.1f} KiB free \(point PROBING_CACHE",
+    ):
         extract(encoder, corpus, cache_dir=tmp_path, **KW)
     assert encoder.batches == []
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - need, need))  # exactly enough
@@ -567,11 +605,21 @@ def test_peak_rss_grows_with_the_chunk_not_the_corpus(tmp_path):
     # VmHWM, not ru_maxrss: Linux carries the parent's (pytest's) RSS into a child's ru_maxrss at fork,
     # which would hide any growth below pytest's own size
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, "-c", RSS_SCRIPT.format(tests=str(TESTS), n=n, cache=str(tmp_path / str(n)))],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for n in (300, 1800)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RSS_SCRIPT.format(tests=str(TESTS), n=n, cache=str(tmp_path / str(n)))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for n in (300, 1800)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
-    (small_tokens, small_rss), (big_tokens, big_rss) = [(int(a), int(b) * 1024) for a, b in (o[0].split() for o in outs)]
+    (small_tokens, small_rss), (big_tokens, big_rss) = [
+        (int(a), int(b) * 1024) for a, b in (o[0].split() for o in outs)
+    ]
     data_growth = (big_tokens - small_tokens) * 256 * 3 * 2  # ~47 MB more activations on disk
     assert data_growth > 40e6
     # chunk buffers are 2 x 2048 x 3 x 256 x 2 B = 6.3 MB in both runs; the corpus must not be held. Two batches
@@ -582,6 +630,7 @@ def test_peak_rss_grows_with_the_chunk_not_the_corpus(tmp_path):
 
 
 # -- with the real corpora ------------------------------------------------------------------------------------
+
 
 def test_store_token_table_equals_the_corpus_token_table_on_bundled_semcor(tmp_path):
     from probing.corpora import load

@@ -9,18 +9,62 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-VOCAB = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "bank", "river", "money", "Paris",
-         "quickly", "green", "idea", "sleeps", "furiously", "of", "and", "3.14", "co-op", "naïve"]
-UPOS = {"the": "DET", "a": "DET", "cat": "NOUN", "mat": "NOUN", "dog": "NOUN", "bank": "NOUN", "river": "NOUN",
-        "money": "NOUN", "idea": "NOUN", "sat": "VERB", "ran": "VERB", "sleeps": "VERB", "on": "ADP",
-        "to": "ADP", "of": "ADP", "Paris": "PROPN", "quickly": "ADV", "furiously": "ADV", "green": "ADJ",
-        "naïve": "ADJ", "and": "CCONJ", "3.14": "NUM", "co-op": "NOUN"}
+VOCAB = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "dog",
+    "ran",
+    "to",
+    "bank",
+    "river",
+    "money",
+    "Paris",
+    "quickly",
+    "green",
+    "idea",
+    "sleeps",
+    "furiously",
+    "of",
+    "and",
+    "3.14",
+    "co-op",
+    "naïve",
+]
+UPOS = {
+    "the": "DET",
+    "a": "DET",
+    "cat": "NOUN",
+    "mat": "NOUN",
+    "dog": "NOUN",
+    "bank": "NOUN",
+    "river": "NOUN",
+    "money": "NOUN",
+    "idea": "NOUN",
+    "sat": "VERB",
+    "ran": "VERB",
+    "sleeps": "VERB",
+    "on": "ADP",
+    "to": "ADP",
+    "of": "ADP",
+    "Paris": "PROPN",
+    "quickly": "ADV",
+    "furiously": "ADV",
+    "green": "ADJ",
+    "naïve": "ADJ",
+    "and": "CCONJ",
+    "3.14": "NUM",
+    "co-op": "NOUN",
+}
 SENSES = {"bank": ("bank%1:14:00::",), "river": ("river%1:17:00::",), "idea": ("idea%1:09:00::", "idea%1:09:01::")}
 
 
@@ -55,8 +99,9 @@ class FakeCorpus:
         return h.hexdigest()
 
 
-def make_corpus(n_sentences: int, seed: int = 0, max_len: int = 12, annotate: bool = True,
-                name: str = "fake") -> FakeCorpus:
+def make_corpus(
+    n_sentences: int, seed: int = 0, max_len: int = 12, annotate: bool = True, name: str = "fake"
+) -> FakeCorpus:
     """Random sentences over VOCAB, 1..max_len words; every third sentence has no annotations at all."""
     rng = np.random.default_rng(seed)
     out = []
@@ -83,8 +128,16 @@ class FakeEncoder:
 
     name = "fake-hash"
 
-    def __init__(self, dim: int = 8, n_layers: int = 3, sleep: float = 0.0, log: str | Path | None = None,
-                 salt: str = "", fail_after_batches: int | None = None, scale: float = 4.0):
+    def __init__(
+        self,
+        dim: int = 8,
+        n_layers: int = 3,
+        sleep: float = 0.0,
+        log: str | Path | None = None,
+        salt: str = "",
+        fail_after_batches: int | None = None,
+        scale: float = 4.0,
+    ):
         self.dim, self.sleep, self.log, self.scale = dim, sleep, log, scale
         self.layer_names = [str(i) for i in range(n_layers)]
         self.fingerprint = hashlib.sha256(f"fake-hash|{dim}|{n_layers}|{salt}|{scale}".encode()).hexdigest()
@@ -97,10 +150,15 @@ class FakeEncoder:
             self.loads = 1
 
     def vector(self, layer: int, words: Sequence[str], p: int) -> np.ndarray:
-        context = words[p] if layer == 0 else f"{words[p - 1] if p else '<s>'}|{words[p]}|" \
-            f"{words[p + 1] if p + 1 < len(words) else '</s>'}"
-        raw = b"".join(hashlib.sha256(f"{self.fingerprint}|{layer}|{context}|{k}".encode()).digest()
-                       for k in range((self.dim + 15) // 16))
+        context = (
+            words[p]
+            if layer == 0
+            else f"{words[p - 1] if p else '<s>'}|{words[p]}|{words[p + 1] if p + 1 < len(words) else '</s>'}"
+        )
+        raw = b"".join(
+            hashlib.sha256(f"{self.fingerprint}|{layer}|{context}|{k}".encode()).digest()
+            for k in range((self.dim + 15) // 16)
+        )
         u = np.frombuffer(raw, dtype="<u2")[: self.dim].astype(np.float32)
         return (u / 65536.0 * 2.0 - 1.0) * self.scale
 

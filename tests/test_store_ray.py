@@ -10,8 +10,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'elmo-probing[ray]')")
 
 import test_store_fakes  # noqa: E402
-from probing.store import Store, extract, extract_ray  # noqa: E402
 from test_store_fakes import FakeEncoder, MetadataOnly, make_corpus  # noqa: E402
+
+from probing.store import Store, extract, extract_ray  # noqa: E402
 
 
 @pytest.fixture(scope="module")

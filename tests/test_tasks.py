@@ -77,8 +77,15 @@ def tagged_corpus(name: str, split: str, n: int, vocab: list[str], seed: int) ->
     sents = []
     for i in range(n):
         words = [vocab[j] for j in rng.integers(0, len(vocab), size=int(rng.integers(4, 11)))]
-        sents.append(Sentence(id=f"{split}{i}", doc_id=f"{split}-d{i // 5}", words=words,
-                              upos=[TAG_OF[w] for w in words], xpos=[""] * len(words)))
+        sents.append(
+            Sentence(
+                id=f"{split}{i}",
+                doc_id=f"{split}-d{i // 5}",
+                words=words,
+                upos=[TAG_OF[w] for w in words],
+                xpos=[""] * len(words),
+            )
+        )
     return Corpus.from_sentences(sents, name=name, split=split)
 
 
@@ -87,9 +94,11 @@ def pos_parts(tmp_path_factory):
     cache = tmp_path_factory.mktemp("stores")
     enc = LayerKEncoder()
     train_vocab = VOCAB[:50]  # test also draws w50..w59, never seen in training
-    corpora = {"train": tagged_corpus("synth", "train", 80, train_vocab, 1),
-               "dev": tagged_corpus("synth", "dev", 20, train_vocab, 2),
-               "test": tagged_corpus("synth", "test", 40, VOCAB, 3)}
+    corpora = {
+        "train": tagged_corpus("synth", "train", 80, train_vocab, 1),
+        "dev": tagged_corpus("synth", "dev", 20, train_vocab, 2),
+        "test": tagged_corpus("synth", "test", 40, VOCAB, 3),
+    }
     return {s: Part("synth", s, extract(enc, c, cache_dir=cache, progress=False)) for s, c in corpora.items()}
 
 
@@ -235,8 +244,9 @@ class ContextEncoder:
         out = []
         for words in sentences:
             word_vecs = np.stack([_rng("w", w).standard_normal(self.dim) for w in words])
-            prev = np.stack([_rng("w", words[i - 1] if i else "<s>").standard_normal(self.dim)
-                             for i in range(len(words))])
+            prev = np.stack(
+                [_rng("w", words[i - 1] if i else "<s>").standard_normal(self.dim) for i in range(len(words))]
+            )
             out.append(np.stack([word_vecs, prev]).astype(np.float32))
         return out
 
@@ -250,9 +260,17 @@ def sense_corpus(split: str, pattern: list[str]) -> Corpus:
     for i, kind in enumerate(pattern):
         key = RIVER_BANK if kind == "river" else MONEY_BANK
         words = ["the", kind, "bank", "."]
-        sents.append(Sentence(id=f"{split}{i}", doc_id="d0", words=words, upos=["DET", "NOUN", "NOUN", "."],
-                              lemmas=["the", kind, "bank", "."], senses=[(), (), (key,), ()],
-                              instance_ids=[None, None, f"{split}{i}.t0", None]))
+        sents.append(
+            Sentence(
+                id=f"{split}{i}",
+                doc_id="d0",
+                words=words,
+                upos=["DET", "NOUN", "NOUN", "."],
+                lemmas=["the", kind, "bank", "."],
+                senses=[(), (), (key,), ()],
+                instance_ids=[None, None, f"{split}{i}.t0", None],
+            )
+        )
     return Corpus.from_sentences(sents, name="senses", split=split)
 
 
@@ -262,8 +280,10 @@ def sense_parts(tmp_path_factory):
     enc = ContextEncoder()
     train = sense_corpus("train", ["money"] * 6 + ["river"] * 4)
     test = sense_corpus("test", ["river"] * 7 + ["money"] * 3)
-    return {s: Part("senses", s, extract(enc, c, cache_dir=cache, progress=False))
-            for s, c in (("train", train), ("test", test))}
+    return {
+        s: Part("senses", s, extract(enc, c, cache_dir=cache, progress=False))
+        for s, c in (("train", train), ("test", test))
+    }
 
 
 def test_bank_senses_are_in_the_bundled_inventory():
@@ -295,8 +315,10 @@ def test_wsd_baselines_equal_hand_computed_f1(sense_parts):
 def test_supersense_labels_are_lexnames_of_the_first_gold_key(sense_parts):
     tokens = sense_parts["test"].store.tokens
     labels = supersense_labels(INV)(tokens)
-    expected = [("noun.object" if w == "river" else "noun.group") if s else ""
-                for w, s in zip(tokens.word.shift(1, fill_value=""), tokens.sense)]
+    expected = [
+        ("noun.object" if w == "river" else "noun.group") if s else ""
+        for w, s in zip(tokens.word.shift(1, fill_value=""), tokens.sense)
+    ]
     assert labels.tolist() == expected
 
 

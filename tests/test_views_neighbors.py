@@ -79,9 +79,20 @@ def make_store(folder: Path, order: np.ndarray | None = None) -> FakeStore:
     enc, records, blocks = FakeEncoder(), [], []
     for i, (words, senses) in enumerate(SENTENCES):
         for p, w in enumerate(words):
-            records.append({"sentence_id": f"s{i}", "doc_id": f"d{i}", "position": p, "word": w, "upos": "",
-                            "xpos": "", "lemma": w.lower(), "sense": senses.get(p, ""), "instance_id": "",
-                            "oov": False})
+            records.append(
+                {
+                    "sentence_id": f"s{i}",
+                    "doc_id": f"d{i}",
+                    "position": p,
+                    "word": w,
+                    "upos": "",
+                    "xpos": "",
+                    "lemma": w.lower(),
+                    "sense": senses.get(p, ""),
+                    "instance_id": "",
+                    "oov": False,
+                }
+            )
         blocks.append(enc.encode([words])[0])
     tokens = pd.DataFrame.from_records(records, columns=TOKEN_COLUMNS)
     stacked = np.concatenate(blocks, axis=1)
@@ -168,7 +179,9 @@ def test_type_neighbors_match_brute_force_and_skip_the_word(tiny):
     allowed = np.ones(len(tiny), bool)
     allowed[tiny.index_of("king")] = False
     ref_ids, ref_sims = brute_force(tiny.matrix, tiny["king"], allowed, 3)
-    assert top["word"].tolist() == [tiny.vocab[i] for i in ref_ids] == ["prince", "queen", "princess"]  # cosines .994, .992, .986
+    assert (
+        top["word"].tolist() == [tiny.vocab[i] for i in ref_ids] == ["prince", "queen", "princess"]
+    )  # cosines .994, .992, .986
     np.testing.assert_allclose(top["cosine"], ref_sims, atol=1e-6)
     assert top["rank"].tolist() == [1, 2, 3]
 
@@ -236,8 +249,9 @@ def test_neighbors_in_context_uses_the_encoder_and_skips_the_same_sentence(tmp_p
     allowed = (store.tokens["sentence_id"] != "s1").to_numpy()
     ref_ids, _ = brute_force(store.layer(2), vector.astype(np.float64), allowed, 3)
     np.testing.assert_array_equal(got["row"], ref_ids)
-    kept = neighbors(sentence=words, position=5, layer=2, store=store, encoder=FakeEncoder(), k=1,
-                     exclude_same_sentence=False)
+    kept = neighbors(
+        sentence=words, position=5, layer=2, store=store, encoder=FakeEncoder(), k=1, exclude_same_sentence=False
+    )
     assert kept["sentence_id"].tolist() == ["s1"], "without the exclusion the identical sentence comes first"
 
 
@@ -288,13 +302,28 @@ def test_real_store_gives_the_same_neighbours(tmp_path):
     from probing.store import extract
 
     sentences = [
-        SimpleNamespace(id=f"s{i}", doc_id=f"d{i}", words=words, upos=["X"] * len(words), xpos=[""] * len(words),
-                        lemmas=[w.lower() for w in words], instance_ids=[None] * len(words),
-                        senses=[(senses[p],) if p in senses else () for p in range(len(words))])
+        SimpleNamespace(
+            id=f"s{i}",
+            doc_id=f"d{i}",
+            words=words,
+            upos=["X"] * len(words),
+            xpos=[""] * len(words),
+            lemmas=[w.lower() for w in words],
+            instance_ids=[None] * len(words),
+            senses=[(senses[p],) if p in senses else () for p in range(len(words))],
+        )
         for i, (words, senses) in enumerate(SENTENCES)
     ]
-    corpus = type("Corpus", (), {"name": "views-test", "split": "test", "__iter__": lambda self: iter(sentences),
-                                 "fingerprint": lambda self: "views-test-corpus"})()
+    corpus = type(
+        "Corpus",
+        (),
+        {
+            "name": "views-test",
+            "split": "test",
+            "__iter__": lambda self: iter(sentences),
+            "fingerprint": lambda self: "views-test-corpus",
+        },
+    )()
     real = extract(FakeEncoder(), corpus, cache_dir=tmp_path / "stores", progress=False)
     fake = make_store(tmp_path)
     query = row_of(fake, 0, 5)

@@ -48,17 +48,32 @@ def make_store(seed: int = 0, dim: int = 12) -> FakeStore:
     well-separated cluster, more tightly at layer 2.
     """
     rng = np.random.default_rng(seed)
-    spec = ([("play", "play%1:04:00::", "NOUN")] * 40 + [("plays", "play%1:10:00::", "NOUN")] * 25
-            + [("play", "play%2:33:00::", "VERB")] * 10 + [("play", "", "VERB")] * 5
-            + [("bank", "bank%1:14:00::", "NOUN")] * 30
-            + [(w, "", t) for w, t in [("the", "DET"), ("runs", "VERB"), ("red", "ADJ")] * 30])
+    spec = (
+        [("play", "play%1:04:00::", "NOUN")] * 40
+        + [("plays", "play%1:10:00::", "NOUN")] * 25
+        + [("play", "play%2:33:00::", "VERB")] * 10
+        + [("play", "", "VERB")] * 5
+        + [("bank", "bank%1:14:00::", "NOUN")] * 30
+        + [(w, "", t) for w, t in [("the", "DET"), ("runs", "VERB"), ("red", "ADJ")] * 30]
+    )
     centre = {key: rng.standard_normal(dim) * 3 for key in sorted({s for _, s, _ in spec})}
     form = {w: rng.standard_normal(dim) for w in sorted({w for w, _, _ in spec})}
     records, layers = [], [[], [], []]
     for i, (word, sense, upos) in enumerate(spec):
-        records.append({"sentence_id": f"s{i}", "doc_id": "d", "position": 0, "word": word, "upos": upos,
-                        "xpos": "", "lemma": "play" if word.startswith("play") else word, "sense": sense,
-                        "instance_id": "", "oov": False})
+        records.append(
+            {
+                "sentence_id": f"s{i}",
+                "doc_id": "d",
+                "position": 0,
+                "word": word,
+                "upos": upos,
+                "xpos": "",
+                "lemma": "play" if word.startswith("play") else word,
+                "sense": sense,
+                "instance_id": "",
+                "oov": False,
+            }
+        )
         layers[0].append(form[word])
         layers[1].append(centre[sense] + rng.standard_normal(dim) * 0.6)
         layers[2].append(centre[sense] + rng.standard_normal(dim) * 0.3)
@@ -117,8 +132,9 @@ def test_few_distinct_vectors_fall_back_to_pca_and_duplicates_coincide():
 
 def test_layer_coords_sample_groups_and_type_average():
     store = make_store()
-    coords = umap_layers_coords(store, ["play", "bank"], [0, "2"], max_points=40, gloss=GLOSSES.__getitem__,
-                                n_senses=2, method="pca")
+    coords = umap_layers_coords(
+        store, ["play", "bank"], [0, "2"], max_points=40, gloss=GLOSSES.__getitem__, n_senses=2, method="pca"
+    )
     play = coords[(coords["lemma"] == "play") & (coords["layer"] == "2")]
     occ = play[play["kind"] == "occurrence"]
     assert (occ["n_shown"].iat[0], occ["n_total"].iat[0], len(occ)) == (40, 80, 40)
@@ -128,8 +144,11 @@ def test_layer_coords_sample_groups_and_type_average():
     assert by_sense["play%1:10:00::"] + by_sense[""] == 15
     # two top senses keep their key as group; the verb sense and the unannotated rows become "other"
     assert set(occ["group"]) == {"play%1:04:00::", "play%1:10:00::", "other"}
-    assert set(occ["label"]) == {"a move in a game (40)", "a dramatic work for the stage (25)",
-                                 "other senses / unannotated (15)"}
+    assert set(occ["label"]) == {
+        "a move in a game (40)",
+        "a dramatic work for the stage (25)",
+        "other senses / unannotated (15)",
+    }
     same_rows = coords[(coords["lemma"] == "play") & (coords["layer"] == "0") & (coords["kind"] == "occurrence")]
     np.testing.assert_array_equal(same_rows["row"], occ["row"])  # the same sample at every layer
     # the star is the sample's mean vector embedded in the same map: with PCA it is the centroid
@@ -146,10 +165,16 @@ def test_layer_figure_has_panels_legend_and_subsample_note(tmp_path, monkeypatch
     monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
     glove = Vectors.from_file(FIXTURES / "tiny.glove.txt", progress=False)
     store = make_store()
-    fig = umap_layers(store, ["play", "bank"], [1, 2], max_points=50, glove=glove, gloss=GLOSSES.__getitem__,
-                      method="pca")
+    fig = umap_layers(
+        store, ["play", "bank"], [1, 2], max_points=50, glove=glove, gloss=GLOSSES.__getitem__, method="pca"
+    )
     maps = [ax for ax in fig.axes if ax.axison]
-    assert [ax.get_title() for ax in maps] == ["'play', layer 1", "'play', layer 2", "'bank', layer 1", "'bank', layer 2"]
+    assert [ax.get_title() for ax in maps] == [
+        "'play', layer 1",
+        "'play', layer 2",
+        "'bank', layer 1",
+        "'bank', layer 2",
+    ]
     assert all(ax.get_xlabel() == "PCA 1" for ax in maps)
     text = _texts(fig)
     assert "50 of 80 occurrences shown (stratified by sense)" in text
@@ -161,6 +186,7 @@ def test_layer_figure_has_panels_legend_and_subsample_note(tmp_path, monkeypatch
     first = maps[0].collections
     colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in first if len(c.get_offsets())}
     from matplotlib.colors import to_rgb
+
     assert tuple(np.round(to_rgb(OKABE_ITO[0]), 3)) in colours and tuple(np.round(to_rgb(OTHER_COLOUR), 3)) in colours
     fig.savefig(tmp_path / "layers.png")
 
@@ -171,8 +197,9 @@ def test_pos_coords_and_figure():
     layer2 = coords[coords["layer"] == "2"]
     assert (len(layer2), layer2["n_total"].iat[0]) == (100, 200)
     # 200 tokens: NOUN 95, VERB 45, DET 30, ADJ 30 -> half of each
-    assert layer2["upos"].value_counts().to_dict() == {"NOUN": 48, "VERB": 22, "DET": 15, "ADJ": 15} or \
-        layer2["upos"].value_counts().to_dict() == {"NOUN": 47, "VERB": 23, "DET": 15, "ADJ": 15}
+    assert layer2["upos"].value_counts().to_dict() == {"NOUN": 48, "VERB": 22, "DET": 15, "ADJ": 15} or layer2[
+        "upos"
+    ].value_counts().to_dict() == {"NOUN": 47, "VERB": 23, "DET": 15, "ADJ": 15}
     fig = umap_pos(store, [0, 2], max_points=100, method="pca")
     text = _texts(fig)
     assert "100 of 200 tokens shown (stratified by UPOS)" in text

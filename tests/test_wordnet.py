@@ -35,8 +35,15 @@ EXPECTED_SENSES = {
     ("serve", "VERB"): (15, ["serve%2:42:03::", "serve%2:33:00::", "serve%2:42:01::", "serve%2:41:00::"]),
     ("hard", "ADJ"): (12, ["hard%3:00:06::", "hard%3:00:02::", "hard%3:00:01::", "hard%5:00:00:strong:00"]),
     ("hard", "ADV"): (10, ["hard%4:02:00::", "hard%4:02:05::", "hard%4:02:07::", "hard%4:02:04::"]),
-    ("peculiar", "s"): (4, ["peculiar%5:00:00:strange:00", "peculiar%5:00:00:specific:00",
-                             "peculiar%5:00:00:unusual:00", "peculiar%5:00:00:characteristic:00"]),
+    ("peculiar", "s"): (
+        4,
+        [
+            "peculiar%5:00:00:strange:00",
+            "peculiar%5:00:00:specific:00",
+            "peculiar%5:00:00:unusual:00",
+            "peculiar%5:00:00:characteristic:00",
+        ],
+    ),
     ("mouse", "n"): (4, ["mouse%1:05:00::", "mouse%1:26:00::", "mouse%1:18:00::", "mouse%1:06:00::"]),
 }
 # key -> (synset name, lexname, sense number), from NLTK WordNet 3.0.
@@ -72,8 +79,7 @@ def test_parse_sense_key_and_its_errors():
 
 
 def test_short_gloss_cuts_at_a_word_boundary():
-    long = ("a hand-operated electronic device that controls the coordinates of a cursor on your "
-            "computer screen")
+    long = "a hand-operated electronic device that controls the coordinates of a cursor on your computer screen"
     assert short_gloss(long) == "a hand-operated electronic device that controls the…"  # 52 chars + "…" <= 60
     assert short_gloss("very strong or vigorous") == "very strong or vigorous"
 
@@ -96,7 +102,9 @@ def test_bundled_key_facts_match_wordnet(bundled):
 def test_bundled_lemma_spelling_is_normalized(bundled):
     # WordNet lemmas are lower case with underscores, so "Change Ringing" is change_ringing.
     assert bundled.senses("Bank", "NOUN") == bundled.senses("bank", "n")
-    assert bundled.has_lemma("take place", "VERB") and bundled.senses("take place", "VERB")[0].startswith("take_place%2:")
+    assert bundled.has_lemma("take place", "VERB") and bundled.senses("take place", "VERB")[0].startswith(
+        "take_place%2:"
+    )
 
 
 def test_bundled_unknown_lemma_and_key_errors_name_them(bundled):
@@ -144,9 +152,19 @@ def test_index_sense_reader_orders_by_sense_number_and_merges_satellites(monkeyp
     assert inv.senses("bank", "NOUN")[:4] == EXPECTED_SENSES[("bank", "NOUN")][1]
     # hard as ADJ: head adjectives (ss_type 3) and satellites (5) interleave by sense number 1..12.
     assert inv.senses("hard", "ADJ") == [
-        "hard%3:00:06::", "hard%3:00:02::", "hard%3:00:01::", "hard%5:00:00:strong:00",
-        "hard%5:00:01:effortful:00", "hard%3:00:00::", "hard%3:00:05::", "hard%3:00:03::",
-        "hard%5:00:00:indulgent:00", "hard%5:00:00:alcoholic:00", "hard%5:00:00:bad:00", "hard%5:00:00:stale:00"]
+        "hard%3:00:06::",
+        "hard%3:00:02::",
+        "hard%3:00:01::",
+        "hard%5:00:00:strong:00",
+        "hard%5:00:01:effortful:00",
+        "hard%3:00:00::",
+        "hard%3:00:05::",
+        "hard%3:00:03::",
+        "hard%5:00:00:indulgent:00",
+        "hard%5:00:00:alcoholic:00",
+        "hard%5:00:00:bad:00",
+        "hard%5:00:00:stale:00",
+    ]
     assert inv.sense_number("hard%5:00:00:stale:00") == 12
     assert inv.lexname("bank%2:38:00::") == "verb.motion"  # lex_filenum 38 in lexnames(5WN)
     with pytest.raises(WordNetLookupError, match="'play'"):
@@ -174,7 +192,11 @@ def test_lexnames_table_matches_the_wordnet_file():
     # The 45 names in lexnames(5WN) order; 0, 29 and 44 are the boundaries of the noun/verb/adj blocks.
     assert len(wordnet.LEXNAMES) == 45
     assert (wordnet.LEXNAMES[0], wordnet.LEXNAMES[3], wordnet.LEXNAMES[29], wordnet.LEXNAMES[44]) == (
-        "adj.all", "noun.Tops", "verb.body", "adj.ppl")
+        "adj.all",
+        "noun.Tops",
+        "verb.body",
+        "adj.ppl",
+    )
 
 
 DEMO_SEMCOR = resources_dir() / "data" / "demo-semcor"
@@ -222,8 +244,9 @@ def test_bundled_and_nltk_backends_agree_with_nltk_wordnet(bundled):
             expected.append((key, synset.name(), synset.lexname(), short_gloss(synset.definition()), i))
         for inv in (bundled, full):
             keys = inv.senses(lemma, p)
-            assert [(k, inv.synset_name(k), inv.lexname(k), inv.gloss(k), inv.sense_number(k)) for k in keys] == expected, (
-                f"{inv.name}: {lemma}/{p}")
+            assert [
+                (k, inv.synset_name(k), inv.lexname(k), inv.gloss(k), inv.sense_number(k)) for k in keys
+            ] == expected, f"{inv.name}: {lemma}/{p}"
 
 
 @needs_nltk

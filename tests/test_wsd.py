@@ -109,8 +109,14 @@ def test_wn_first_sense(inv):
 
 
 def test_most_frequent_sense_counts_ties_and_backoff(inv):
-    train = [BANK2, BANK2, BANK1,  # bank: sense 2 seen twice, sense 1 once -> sense 2
-             PLAY3, f"{PLAY2} {PLAY3}", PLAY2]  # play: 2 and 3 seen twice each -> tie -> WordNet order -> 2
+    train = [
+        BANK2,
+        BANK2,
+        BANK1,  # bank: sense 2 seen twice, sense 1 once -> sense 2
+        PLAY3,
+        f"{PLAY2} {PLAY3}",
+        PLAY2,
+    ]  # play: 2 and 3 seen twice each -> tie -> WordNet order -> 2
     mfs = MostFrequentSense(inv).fit(train)
     details = mfs.predict_details(["bank", "play", "line"], ["NOUN", "VERB", "NOUN"])
     assert details["sense"].tolist() == [BANK2, PLAY2, LINE1]  # line unseen -> first sense
@@ -217,11 +223,16 @@ def test_supersense_labels_use_the_first_gold_key(inv):
 
 
 def test_instances_from_tokens():
-    tokens = pd.DataFrame({
-        "sentence_id": ["s0"] * 4, "word": ["The", "bank", "plays", "."],
-        "lemma": ["the", "bank", "play", "."], "upos": ["DET", "NOUN", "VERB", "."],
-        "sense": ["", BANK1, f"{PLAY1} {PLAY2}", ""], "instance_id": ["", "s0.t0", "s0.t1", ""],
-    })
+    tokens = pd.DataFrame(
+        {
+            "sentence_id": ["s0"] * 4,
+            "word": ["The", "bank", "plays", "."],
+            "lemma": ["the", "bank", "play", "."],
+            "upos": ["DET", "NOUN", "VERB", "."],
+            "sense": ["", BANK1, f"{PLAY1} {PLAY2}", ""],
+            "instance_id": ["", "s0.t0", "s0.t1", ""],
+        }
+    )
     inst = instances_from_tokens(tokens)
     assert inst["row"].tolist() == [1, 2] and inst["pos"].tolist() == ["NOUN", "VERB"]
     assert inst["keys"].tolist() == [(BANK1,), (PLAY1, PLAY2)]

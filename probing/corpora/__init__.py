@@ -8,6 +8,15 @@ from probing.corpora.registry import DatasetNotFound, available, get, load
 from probing.corpora.text import read_text
 
 __all__ = [
-    "Corpus", "CorpusFormatError", "DatasetNotFound", "Sentence", "available", "get", "load",
-    "read_conllu", "read_nltk_tagged", "read_raganato", "read_text",
+    "Corpus",
+    "CorpusFormatError",
+    "DatasetNotFound",
+    "Sentence",
+    "available",
+    "get",
+    "load",
+    "read_conllu",
+    "read_nltk_tagged",
+    "read_raganato",
+    "read_text",
 ]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from probing.corpora.base import CorpusFormatError
 

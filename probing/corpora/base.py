@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -172,9 +173,17 @@ class Corpus:
                         id_, doc_id, words, upos, xpos, lemmas, senses, instance_ids = json.loads(line)
                     except (ValueError, TypeError) as e:
                         raise CorpusFormatError(f"{path}:{lineno}: expected one sentence record: {e}") from None
-                    yield make_sentence(f"{path}:{lineno}", id=id_, doc_id=doc_id, words=words, upos=upos,
-                                        xpos=xpos, lemmas=lemmas, instance_ids=instance_ids,
-                                        senses=None if senses is None else [tuple(k) for k in senses])
+                    yield make_sentence(
+                        f"{path}:{lineno}",
+                        id=id_,
+                        doc_id=doc_id,
+                        words=words,
+                        upos=upos,
+                        xpos=xpos,
+                        lemmas=lemmas,
+                        instance_ids=instance_ids,
+                        senses=None if senses is None else [tuple(k) for k in senses],
+                    )
 
         return cls(records, name=name, split=split, source=str(path), **kwargs)
 

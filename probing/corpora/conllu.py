@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 import conllu as _conllu
 from conllu.exceptions import ParseException
@@ -62,8 +63,7 @@ class _TrackedLines(io.TextIOBase):
             n = len(text.split("\t"))
             if n != _N_COLUMNS:
                 raise CorpusFormatError(
-                    f"{self.path}:{self.lineno}: expected {_N_COLUMNS} tab-separated columns, found {n}: "
-                    f"{text[:80]!r}"
+                    f"{self.path}:{self.lineno}: expected {_N_COLUMNS} tab-separated columns, found {n}: {text[:80]!r}"
                 )
             if len(_LIBRARY_SEPARATOR.split(text)) != _N_COLUMNS:
                 raise CorpusFormatError(
@@ -136,9 +136,7 @@ def _sentences(path: Path) -> Iterator[Sentence]:
             )
 
 
-def read_conllu(
-    path: str | Path, *, name: str | None = None, split: str = "all", license: str = ""
-) -> Corpus:
+def read_conllu(path: str | Path, *, name: str | None = None, split: str = "all", license: str = "") -> Corpus:
     """Stream a CoNLL-U file (``.gz`` read transparently) as a Corpus."""
     path = require_file(path)
     return Corpus(

@@ -17,9 +17,9 @@ without ``_``) gets ``""`` for xpos and upos.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from probing.corpora.base import Corpus, Sentence, make_sentence
 from probing.paths import resources_dir
@@ -44,25 +44,38 @@ class NltkCorpusSpec:
 
 NLTK_CORPORA: dict[str, NltkCorpusSpec] = {
     "treebank": NltkCorpusSpec(
-        "treebank/combined", "BracketParseCorpusReader", r"wsj_.*\.mrg", "en-ptb",
-        {"tagset": "wsj", "encoding": "ascii"}, frozenset({"-NONE-"}),
+        "treebank/combined",
+        "BracketParseCorpusReader",
+        r"wsj_.*\.mrg",
+        "en-ptb",
+        {"tagset": "wsj", "encoding": "ascii"},
+        frozenset({"-NONE-"}),
     ),
     "brown": NltkCorpusSpec(
-        "brown", "CategorizedTaggedCorpusReader", r"c[a-z]\d\d", "en-brown",
+        "brown",
+        "CategorizedTaggedCorpusReader",
+        r"c[a-z]\d\d",
+        "en-brown",
         {"cat_file": "cats.txt", "tagset": "brown", "encoding": "ascii"},
     ),
     "conll2000": NltkCorpusSpec(
-        "conll2000", "ConllChunkCorpusReader", ("train.txt", "test.txt"), "en-ptb",
+        "conll2000",
+        "ConllChunkCorpusReader",
+        ("train.txt", "test.txt"),
+        "en-ptb",
         {"chunk_types": ("NP", "VP", "PP"), "tagset": "wsj", "encoding": "ascii"},
     ),
     "masc_tagged": NltkCorpusSpec(
-        "masc_tagged", "CategorizedTaggedCorpusReader", r"(spoken|written)/.*\.txt", "en-ptb",
+        "masc_tagged",
+        "CategorizedTaggedCorpusReader",
+        r"(spoken|written)/.*\.txt",
+        "en-ptb",
         {"cat_file": "categories.txt", "tagset": "wsj", "encoding": "utf-8", "sep": "_"},
     ),
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def universal_map(name: str) -> dict[str, str]:
     """NLTK's ``universal_tagset/<name>.map`` (bundled copy) as a dict from native tag to universal tag."""
     path = resources_dir() / "data" / "universal_tagset" / f"{name}.map"
@@ -117,8 +130,7 @@ def _sentences(corpus: str, reader, fileids: list[str]) -> Iterator[Sentence]:
             xpos = [t for _, t in kept]
             upos = [mapping.get(t, "X") if t else "" for t in xpos]
             sid = f"{fileid}:{n}"
-            yield make_sentence(f"{corpus} file {fileid}", id=sid, doc_id=fileid, words=words,
-                                upos=upos, xpos=xpos)
+            yield make_sentence(f"{corpus} file {fileid}", id=sid, doc_id=fileid, words=words, upos=upos, xpos=xpos)
 
 
 def read_nltk_tagged(

@@ -13,8 +13,8 @@ or a key line whose instance is not in the XML, is a CorpusFormatError naming th
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from probing.corpora._files import base_name, numbered_lines, open_binary, require_file, with_gz
 from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
@@ -92,7 +92,13 @@ def _sentence(el: ET.Element, doc_id: str, path: Path, keys: _GoldKeys) -> Sente
             instance_ids.append(None)
             senses.append(())
     return make_sentence(
-        str(path), id=sent_id, doc_id=doc_id, words=words, upos=upos, lemmas=lemmas, senses=senses,
+        str(path),
+        id=sent_id,
+        doc_id=doc_id,
+        words=words,
+        upos=upos,
+        lemmas=lemmas,
+        senses=senses,
         instance_ids=instance_ids,
     )
 

@@ -24,8 +24,8 @@ import abc
 import shutil
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -92,7 +92,8 @@ class Dataset(abc.ABC):
 
     def open_file(self, file: Path, split: str) -> Corpus:
         raise DatasetNotFound(
-            f"{self.name}: path= must be a folder holding {self.expected(split)}, got the file {file}")
+            f"{self.name}: path= must be a folder holding {self.expected(split)}, got the file {file}"
+        )
 
     def extra_places(self) -> list[tuple[Path, str]]:
         """Folders searched after ``$PROBING_DATA`` and before the download cache."""
@@ -124,16 +125,18 @@ class Dataset(abc.ABC):
             lines.append("  $PROBING_DATA  (not set)")
         lines += [f"  {folder}  ({why})" for folder, why in self.places(path)]
         lines.append(f"Get it with:  {self.get_command()}")
-        lines.append("or pass path= (a folder holding the files), "
-                     "or set $PROBING_DATA to a folder laid out like shared/data.")
+        lines.append(
+            "or pass path= (a folder holding the files), or set $PROBING_DATA to a folder laid out like shared/data."
+        )
         return DatasetNotFound("\n".join(lines))
 
 
 class ConllDataset(Dataset):
     """CoNLL-U files, one per split, named by ``file`` (``{split}`` is replaced)."""
 
-    def __init__(self, name, splits, license, about, *, file: str, layout: str | None = None,
-                 bundled: Path | None = None) -> None:
+    def __init__(
+        self, name, splits, license, about, *, file: str, layout: str | None = None, bundled: Path | None = None
+    ) -> None:
         super().__init__(name, splits, license, about)
         self.file = file
         self.layouts = (layout,) if layout else ()
@@ -172,8 +175,17 @@ class NltkDataset(Dataset):
 
     layouts = ("nltk_data",)
 
-    def __init__(self, name, splits, license, about, *, corpus: str, package: str,
-                 fileids: Callable[[str], Callable[[str], bool] | None] | None = None) -> None:
+    def __init__(
+        self,
+        name,
+        splits,
+        license,
+        about,
+        *,
+        corpus: str,
+        package: str,
+        fileids: Callable[[str], Callable[[str], bool] | None] | None = None,
+    ) -> None:
         super().__init__(name, splits, license, about)
         self.corpus, self.package, self.fileids = corpus, package, fileids
 
@@ -190,8 +202,7 @@ class NltkDataset(Dataset):
 
     def open(self, folder, split):
         fileids = self.fileids(split) if self.fileids else None
-        return read_nltk_tagged(self.corpus, folder, fileids=fileids, name=self.name, split=split,
-                                license=self.license)
+        return read_nltk_tagged(self.corpus, folder, fileids=fileids, name=self.name, split=split, license=self.license)
 
     def get_command(self):
         return f"python -m nltk.downloader {self.package}   (or: probing data get {self.name})"
@@ -208,9 +219,18 @@ class NltkDataset(Dataset):
 class WsdDataset(Dataset):
     """A Raganato-format WSD set ``<stem>.data.xml`` + ``<stem>.gold.key.txt`` (``{split}`` is replaced)."""
 
-    def __init__(self, name, splits, license, about, *, stem: str, raganato_dir: str | None = None,
-                 bundled: Path | None = None,
-                 documents: Callable[[str], Callable[[int], bool] | None] | None = None) -> None:
+    def __init__(
+        self,
+        name,
+        splits,
+        license,
+        about,
+        *,
+        stem: str,
+        raganato_dir: str | None = None,
+        bundled: Path | None = None,
+        documents: Callable[[str], Callable[[int], bool] | None] | None = None,
+    ) -> None:
         super().__init__(name, splits, license, about)
         self.stem, self.bundled, self.documents = stem, bundled, documents
         if raganato_dir is not None:
@@ -303,8 +323,9 @@ def _documents_where(corpus: Corpus, keep: Callable[[int], bool], split: str) ->
             if keep(index):
                 yield s
 
-    return Corpus(sentences, name=corpus.name, split=split, source=f"{corpus.source} [{split} documents]",
-                  license=corpus.license)
+    return Corpus(
+        sentences, name=corpus.name, split=split, source=f"{corpus.source} [{split} documents]", license=corpus.license
+    )
 
 
 def _ptb_files(split: str) -> Callable[[str], bool]:
@@ -321,41 +342,91 @@ def _semcor_documents(split: str) -> Callable[[int], bool] | None:
 
 
 def _wsd_test(name: str, stem: str, about: str) -> WsdDataset:
-    return WsdDataset(name, ("test",), "research only (no licence given)", about, stem=stem,
-                      raganato_dir=f"Evaluation_Datasets/{stem}")
+    return WsdDataset(
+        name,
+        ("test",),
+        "research only (no licence given)",
+        about,
+        stem=stem,
+        raganato_dir=f"Evaluation_Datasets/{stem}",
+    )
 
 
 _BUNDLED = resources_dir() / "data"
-DATASETS: dict[str, Dataset] = {d.name: d for d in [
-    ConllDataset("ud-ewt", ("train", "dev", "test"), "CC BY-SA 4.0",
-                 "UD English EWT v2.16 (UD upos, PTB xpos, lemmas)", file="en_ewt-ud-{split}.conllu",
-                 layout="ud/en_ewt"),
-    NltkDataset("ptb-sample", ("train", "dev", "test"), "LDC, non-commercial (NLTK sample)",
-                "NLTK's 10% Penn Treebank sample without -NONE- traces, split by file", corpus="treebank",
-                package="treebank", fileids=_ptb_files),
-    NltkDataset("brown", ("all",), "non-commercial", "Brown corpus (Brown tags) from NLTK", corpus="brown",
-                package="brown"),
-    NltkDataset("conll2000", ("train", "test"), "none stated (WSJ text)", "CoNLL-2000 (PTB tags) from NLTK",
-                corpus="conll2000", package="conll2000", fileids=_conll2000_files),
-    NltkDataset("masc", ("all",), "MASC (ANC): research and development use", "MASC tagged (PTB tags) from NLTK",
-                corpus="masc_tagged", package="masc_tagged"),
-    WsdDataset("semcor", ("all", "train", "test"), "WordNet 3.0 licence",
-               "SemCor 3.0 with WordNet 3.0 keys; train/test split by document", stem="semcor",
-               raganato_dir="Training_Corpora/SemCor", documents=_semcor_documents),
-    _wsd_test("senseval2", "senseval2", "Senseval-2 all-words test set"),
-    _wsd_test("senseval3", "senseval3", "Senseval-3 all-words test set"),
-    _wsd_test("semeval2007", "semeval2007", "SemEval-2007 task 17 all-words test set"),
-    _wsd_test("semeval2013", "semeval2013", "SemEval-2013 task 12 all-words test set"),
-    _wsd_test("semeval2015", "semeval2015", "SemEval-2015 task 13 test set (Raganato's download or path= only)"),
-    _wsd_test("wsd-all", "ALL", "the WSD test sets concatenated (ALL)"),
-    ConllDataset("demo-ud", ("train", "dev", "test"), "CC BY-SA 4.0",
-                 "bundled slice of UD English EWT v2.16 (probing/resources/data/README.md)",
-                 file="en_ewt-demo-{split}.conllu", bundled=_BUNDLED / "demo-ud"),
-    WsdDataset("demo-semcor", ("train", "test"), "WordNet 3.0 licence",
-               "bundled slice of SemCor, split by document (probing/resources/data/README.md)",
-               stem="semcor-demo-{split}", bundled=_BUNDLED / "demo-semcor"),
-    TextDataset("text", ("all",), "", "a plain-text file, one whitespace-tokenized sentence per line"),
-]}
+DATASETS: dict[str, Dataset] = {
+    d.name: d
+    for d in [
+        ConllDataset(
+            "ud-ewt",
+            ("train", "dev", "test"),
+            "CC BY-SA 4.0",
+            "UD English EWT v2.16 (UD upos, PTB xpos, lemmas)",
+            file="en_ewt-ud-{split}.conllu",
+            layout="ud/en_ewt",
+        ),
+        NltkDataset(
+            "ptb-sample",
+            ("train", "dev", "test"),
+            "LDC, non-commercial (NLTK sample)",
+            "NLTK's 10% Penn Treebank sample without -NONE- traces, split by file",
+            corpus="treebank",
+            package="treebank",
+            fileids=_ptb_files,
+        ),
+        NltkDataset(
+            "brown", ("all",), "non-commercial", "Brown corpus (Brown tags) from NLTK", corpus="brown", package="brown"
+        ),
+        NltkDataset(
+            "conll2000",
+            ("train", "test"),
+            "none stated (WSJ text)",
+            "CoNLL-2000 (PTB tags) from NLTK",
+            corpus="conll2000",
+            package="conll2000",
+            fileids=_conll2000_files,
+        ),
+        NltkDataset(
+            "masc",
+            ("all",),
+            "MASC (ANC): research and development use",
+            "MASC tagged (PTB tags) from NLTK",
+            corpus="masc_tagged",
+            package="masc_tagged",
+        ),
+        WsdDataset(
+            "semcor",
+            ("all", "train", "test"),
+            "WordNet 3.0 licence",
+            "SemCor 3.0 with WordNet 3.0 keys; train/test split by document",
+            stem="semcor",
+            raganato_dir="Training_Corpora/SemCor",
+            documents=_semcor_documents,
+        ),
+        _wsd_test("senseval2", "senseval2", "Senseval-2 all-words test set"),
+        _wsd_test("senseval3", "senseval3", "Senseval-3 all-words test set"),
+        _wsd_test("semeval2007", "semeval2007", "SemEval-2007 task 17 all-words test set"),
+        _wsd_test("semeval2013", "semeval2013", "SemEval-2013 task 12 all-words test set"),
+        _wsd_test("semeval2015", "semeval2015", "SemEval-2015 task 13 test set (Raganato's download or path= only)"),
+        _wsd_test("wsd-all", "ALL", "the WSD test sets concatenated (ALL)"),
+        ConllDataset(
+            "demo-ud",
+            ("train", "dev", "test"),
+            "CC BY-SA 4.0",
+            "bundled slice of UD English EWT v2.16 (probing/resources/data/README.md)",
+            file="en_ewt-demo-{split}.conllu",
+            bundled=_BUNDLED / "demo-ud",
+        ),
+        WsdDataset(
+            "demo-semcor",
+            ("train", "test"),
+            "WordNet 3.0 licence",
+            "bundled slice of SemCor, split by document (probing/resources/data/README.md)",
+            stem="semcor-demo-{split}",
+            bundled=_BUNDLED / "demo-semcor",
+        ),
+        TextDataset("text", ("all",), "", "a plain-text file, one whitespace-tokenized sentence per line"),
+    ]
+}
 
 
 def _dataset(name: str) -> Dataset:
@@ -381,8 +452,9 @@ def load(name: str, split: str | None = None, *, path: str | Path | None = None)
         if path.is_file():
             return ds.open_file(path, split)
         if not path.exists() or isinstance(ds, TextDataset):
-            raise DatasetNotFound(f"{name}: path= {path} is not a file"
-                                  + ("" if path.exists() else " (it does not exist)"))
+            raise DatasetNotFound(
+                f"{name}: path= {path} is not a file" + ("" if path.exists() else " (it does not exist)")
+            )
     folder = ds.find(split, path)
     if folder is None:
         raise ds.not_found(split, path)
@@ -398,8 +470,16 @@ def available() -> pd.DataFrame:
         else:
             folders = {ds.find(split) for split in ds.splits}
             found = str(folders.pop()) if len(folders) == 1 and None not in folders else ""
-        rows.append({"name": ds.name, "splits": ", ".join(ds.splits), "found": found, "license": ds.license,
-                     "get": ds.get_command(), "about": ds.about})
+        rows.append(
+            {
+                "name": ds.name,
+                "splits": ", ".join(ds.splits),
+                "found": found,
+                "license": ds.license,
+                "get": ds.get_command(),
+                "about": ds.about,
+            }
+        )
     return pd.DataFrame(rows, columns=["name", "splits", "found", "license", "get", "about"])
 
 

@@ -7,8 +7,8 @@ the file name. There are no annotations.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from probing.corpora._files import base_name, numbered_lines, require_file
 from probing.corpora.base import Corpus, Sentence, make_sentence
@@ -25,5 +25,6 @@ def _sentences(path: Path) -> Iterator[Sentence]:
 def read_text(path: str | Path, *, name: str | None = None, split: str = "all", license: str = "") -> Corpus:
     """Stream a whitespace-tokenized text file, one sentence per non-blank line."""
     path = require_file(path)
-    return Corpus(lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path),
-                  license=license)
+    return Corpus(
+        lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path), license=license
+    )

@@ -8,7 +8,7 @@ the word marks. Every id is shifted by +1 so that 0 can mean "no token here" (ba
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,13 +30,16 @@ def _boundary(char: int, max_chars: int) -> np.ndarray:
 def check_sentences(sentences: object) -> list[list[str]]:
     """Validate a batch of tokenized sentences; refuse empty tokens and non-strings with a message."""
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
-        raise TypeError("expected a list of tokenized sentences (a list of lists of str), "
-                        f"got {type(sentences).__name__}")
+        raise TypeError(
+            f"expected a list of tokenized sentences (a list of lists of str), got {type(sentences).__name__}"
+        )
     out = []
     for i, sent in enumerate(sentences):
         if isinstance(sent, str) or not isinstance(sent, Sequence):
-            raise TypeError(f"sentence {i}: expected a list of str tokens, got {type(sent).__name__}"
-                            + (" (split the string into tokens first)" if isinstance(sent, str) else ""))
+            raise TypeError(
+                f"sentence {i}: expected a list of str tokens, got {type(sent).__name__}"
+                + (" (split the string into tokens first)" if isinstance(sent, str) else "")
+            )
         for j, tok in enumerate(sent):
             if not isinstance(tok, str):
                 raise TypeError(f"sentence {i}, token {j}: expected str, got {type(tok).__name__}")

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -46,14 +46,15 @@ class Elmo(nn.Module):
         self.bilm = BiLM(self.options)
         self.stateful = stateful
         self.source = "unsaved"
-        self._state: Optional[tuple[State, State]] = None
-        self._fingerprint: Optional[str] = None
+        self._state: tuple[State, State] | None = None
+        self._fingerprint: str | None = None
         self.to_precision(precision)
         self.eval()
 
     @classmethod
-    def from_files(cls, options: str | Path, weights: str | Path, *, stateful: bool = False,
-                   precision: str = "fp32") -> "Elmo":
+    def from_files(
+        cls, options: str | Path, weights: str | Path, *, stateful: bool = False, precision: str = "fp32"
+    ) -> Elmo:
         """Load an official ``options.json`` + ``weights.hdf5`` pair."""
         model = cls(ElmoOptions.from_json(options), stateful=stateful, precision=precision)
         load_weights(model.bilm, weights)
@@ -61,8 +62,7 @@ class Elmo(nn.Module):
         return model
 
     @classmethod
-    def from_pretrained(cls, name: str = "default", *, stateful: bool = False, precision: str = "fp32"
-                        ) -> "Elmo":
+    def from_pretrained(cls, name: str = "default", *, stateful: bool = False, precision: str = "fp32") -> Elmo:
         """A registered checkpoint: ``default`` (bundled, offline) or an official AllenNLP one
         (downloaded once into the cache; see ``probing download --list``)."""
         from .hub import resolve
@@ -73,8 +73,9 @@ class Elmo(nn.Module):
         return model
 
     @classmethod
-    def random(cls, options: ElmoOptions | dict | str | Path, *, seed: int = 0, stateful: bool = False,
-               precision: str = "fp32") -> "Elmo":
+    def random(
+        cls, options: ElmoOptions | dict | str | Path, *, seed: int = 0, stateful: bool = False, precision: str = "fp32"
+    ) -> Elmo:
         """The same architecture with seeded random weights: the control for what structure alone gives."""
         if isinstance(options, (str, Path)):
             options = ElmoOptions.from_json(options)
@@ -96,7 +97,7 @@ class Elmo(nn.Module):
         """``"fp32"`` or ``"bf16"``: the operand type of the inference matmuls."""
         return self._precision
 
-    def to_precision(self, precision: str) -> "Elmo":
+    def to_precision(self, precision: str) -> Elmo:
         """Switch the inference precision in place (``"fp32"`` or ``"bf16"``); returns ``self``."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
@@ -156,8 +157,9 @@ class Elmo(nn.Module):
         return out[:, :, 1:-1] * inner.unsqueeze(-1), inner
 
     @torch.inference_mode()
-    def embed(self, sentences: Sequence[Sequence[str]], *, batch_size: int = 64,
-              progress: bool = False) -> list[np.ndarray]:
+    def embed(
+        self, sentences: Sequence[Sequence[str]], *, batch_size: int = 64, progress: bool = False
+    ) -> list[np.ndarray]:
         """Every layer for each sentence: a list of float32 arrays ``(num_layers, n_tokens, output_dim)``.
 
         Stateless: sentences are batched by length (the result does not depend on it). Stateful:
@@ -168,10 +170,10 @@ class Elmo(nn.Module):
             order = list(range(len(sentences)))
         else:
             order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        results: list[Optional[np.ndarray]] = [None] * len(sentences)
+        results: list[np.ndarray | None] = [None] * len(sentences)
         bar = tqdm(total=sum(len(s) for s in sentences), unit="tok", disable=not progress, desc="embed")
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             out, _ = self([sentences[i] for i in idx])
             for row, i in enumerate(idx):
                 n = len(sentences[i])
@@ -180,7 +182,7 @@ class Elmo(nn.Module):
         bar.close()
         return results  # type: ignore[return-value]
 
-    def _carried_state(self, batch: int) -> Optional[tuple[State, State]]:
+    def _carried_state(self, batch: int) -> tuple[State, State] | None:
         if self._state is None:
             return None
         opts = self.options
@@ -205,8 +207,8 @@ class Elmo(nn.Module):
             layers = []
             for (oh, oc), (nh, nc) in zip(old_dir, new_dir):
                 if oh.size(0) > nh.size(0):
-                    nh = torch.cat([nh, oh[nh.size(0):]])
-                    nc = torch.cat([nc, oc[nc.size(0):]])
+                    nh = torch.cat([nh, oh[nh.size(0) :]])
+                    nc = torch.cat([nc, oc[nc.size(0) :]])
                 layers.append((nh, nc))
             merged.append(layers)
         self._state = (merged[0], merged[1])

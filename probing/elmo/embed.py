@@ -11,8 +11,8 @@ averaged); plus ``sentence_to_index``, shape ``(1,)``, one UTF-8 string holding 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import h5py
 import numpy as np
@@ -40,20 +40,30 @@ def read_sentences(path: str | Path) -> list[str]:
             try:
                 line = raw.decode("utf-8").strip()
             except UnicodeDecodeError as e:
-                raise EmbedInputError(f"{path}, line {lineno}: not valid UTF-8 ({e.reason} at byte {e.start})"
-                                      ) from None
+                raise EmbedInputError(
+                    f"{path}, line {lineno}: not valid UTF-8 ({e.reason} at byte {e.start})"
+                ) from None
             if not line:
                 blank.append(lineno)
             sentences.append(line)
     if blank:
         more = f" (and {len(blank) - 1} more: lines {_first(blank[1:])})" if len(blank) > 1 else ""
-        raise EmbedInputError(f"{path}, line {blank[0]}: blank line{more}; embed expects one "
-                              "whitespace-tokenized sentence per line, remove blank lines first")
+        raise EmbedInputError(
+            f"{path}, line {blank[0]}: blank line{more}; embed expects one "
+            "whitespace-tokenized sentence per line, remove blank lines first"
+        )
     return sentences
 
 
-def embed_file(model: Elmo, input_path: str | Path, output_path: str | Path, *, batch_size: int = 64,
-               layers: str = "all", progress: bool = True) -> Path:
+def embed_file(
+    model: Elmo,
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    batch_size: int = 64,
+    layers: str = "all",
+    progress: bool = True,
+) -> Path:
     """Embed every line of ``input_path`` (one whitespace-tokenized sentence per line) into the HDF5
     file ``output_path``; returns its path.
 
@@ -72,8 +82,7 @@ def embed_file(model: Elmo, input_path: str | Path, output_path: str | Path, *, 
     output_path = Path(output_path)
     if model.stateful:
         model.reset_states()
-    bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}",
-               disable=not progress)
+    bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}", disable=not progress)
     with atomic_path(output_path) as tmp, h5py.File(tmp, "w") as out:
         for batch in _batches(tokens, batch_size, in_order=model.stateful):
             vectors = model.embed([tokens[i] for i in batch], batch_size=len(batch))
@@ -90,7 +99,7 @@ def _batches(tokens: Sequence[Sequence[str]], size: int, in_order: bool) -> Iter
     order = range(len(tokens)) if in_order else sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
     order = list(order)
     for start in range(0, len(order), size):
-        yield order[start:start + size]
+        yield order[start : start + size]
 
 
 def _select(v: np.ndarray, layers: str) -> np.ndarray:

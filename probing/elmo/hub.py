@@ -7,9 +7,9 @@ the cache through ``probing.download.fetch`` (resumable, verified, offline-aware
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import pandas as pd
 
@@ -51,9 +51,7 @@ class Checkpoint:
     def __post_init__(self) -> None:
         remote = self.options_url is not None and self.weights_url is not None
         if remote == (self.bundled is not None) or (self.options_url is None) != (self.weights_url is None):
-            raise ValueError(
-                f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both"
-            )
+            raise ValueError(f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both")
 
     @property
     def dim(self) -> int | None:
@@ -86,30 +84,49 @@ def _official(name: str, tag: str, description: str) -> Checkpoint:
         raise ValueError(f"unexpected ELMo checkpoint tag {tag!r}")
     n_layers, lstm_dim, projection_dim, _, n_highway = map(int, m.groups())
     architecture = ElmoOptions(
-        char_embed_dim=16, filters=_CHAR_FILTERS, n_highway=n_highway, n_characters=262,
-        max_characters_per_token=50, activation="relu", lstm_dim=lstm_dim, projection_dim=projection_dim,
-        n_layers=n_layers, cell_clip=3.0, proj_clip=3.0, use_skip_connections=True,
+        char_embed_dim=16,
+        filters=_CHAR_FILTERS,
+        n_highway=n_highway,
+        n_characters=262,
+        max_characters_per_token=50,
+        activation="relu",
+        lstm_dim=lstm_dim,
+        projection_dim=projection_dim,
+        n_layers=n_layers,
+        cell_clip=3.0,
+        proj_clip=3.0,
+        use_skip_connections=True,
     )
     base = f"{S3}/{tag}/elmo_{tag}"
-    return Checkpoint(
-        name, description, f"{base}_options.json", f"{base}_weights.hdf5", architecture=architecture
-    )
+    return Checkpoint(name, description, f"{base}_options.json", f"{base}_weights.hdf5", architecture=architecture)
 
 
 REGISTRY: dict[str, Checkpoint] = {
     c.name: c
     for c in (
-        _official("small", "2x1024_128_2048cnn_1xhighway",
-                  f"smallest official ELMo: LSTM 1024 / projection 128, 1 highway layer; {_ONE_BILLION}"),
-        _official("medium", "2x2048_256_2048cnn_1xhighway",
-                  f"LSTM 2048 / projection 256, 1 highway layer; {_ONE_BILLION}"),
-        _official("original", "2x4096_512_2048cnn_2xhighway",
-                  "the ELMo of Peters et al. (2018): LSTM 4096 / projection 512, 2 highway layers; "
-                  f"{_ONE_BILLION}"),
-        _official("original-5.5b", "2x4096_512_2048cnn_2xhighway_5.5B",
-                  f"same architecture as 'original', trained on {_FIVE_BILLION}"),
-        Checkpoint("default", "the model bundled with the package (pretrained with `probing pretrain`); "
-                   "no download", bundled="models/default"),
+        _official(
+            "small",
+            "2x1024_128_2048cnn_1xhighway",
+            f"smallest official ELMo: LSTM 1024 / projection 128, 1 highway layer; {_ONE_BILLION}",
+        ),
+        _official(
+            "medium", "2x2048_256_2048cnn_1xhighway", f"LSTM 2048 / projection 256, 1 highway layer; {_ONE_BILLION}"
+        ),
+        _official(
+            "original",
+            "2x4096_512_2048cnn_2xhighway",
+            f"the ELMo of Peters et al. (2018): LSTM 4096 / projection 512, 2 highway layers; {_ONE_BILLION}",
+        ),
+        _official(
+            "original-5.5b",
+            "2x4096_512_2048cnn_2xhighway_5.5B",
+            f"same architecture as 'original', trained on {_FIVE_BILLION}",
+        ),
+        Checkpoint(
+            "default",
+            "the model bundled with the package (pretrained with `probing pretrain`); no download",
+            bundled="models/default",
+        ),
     )
 }
 
@@ -160,9 +177,7 @@ def resolve(
     options = fetch(entry.options_url, sha256=entry.options_sha256, offline=offline, progress=False, hint=hint)
     if entry.architecture is not None:
         _check_architecture(entry, options)
-    weights = fetch(
-        entry.weights_url, sha256=entry.weights_sha256, offline=offline, progress=progress, hint=hint
-    )
+    weights = fetch(entry.weights_url, sha256=entry.weights_sha256, offline=offline, progress=progress, hint=hint)
     return options, weights
 
 
@@ -187,8 +202,15 @@ def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:
             dim, n_params = entry.dim, entry.n_params
             sources = (entry.options_url, entry.weights_url)
         rows.append(
-            {"name": entry.name, "dim": dim, "n_params": n_params, "description": entry.description,
-             "available": available, "options": sources[0], "weights": sources[1]}
+            {
+                "name": entry.name,
+                "dim": dim,
+                "n_params": n_params,
+                "description": entry.description,
+                "available": available,
+                "options": sources[0],
+                "weights": sources[1],
+            }
         )
     df = pd.DataFrame(rows)
     return df.astype({"dim": "Int64", "n_params": "Int64", "available": bool})

@@ -17,8 +17,8 @@ import functools
 import math
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -104,19 +104,20 @@ class CharCNN(nn.Module):
         weight = torch.zeros(wmax * embed_dim, int(widths.numel()))
         col = 0
         for (w, n), conv in zip(self.opts.filters, self.convs):
-            weight[: w * embed_dim, col:col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
+            weight[: w * embed_dim, col : col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
             col += n
         table = self.char_embed.weight
         positions = torch.arange(slots).unsqueeze(1)
         invalid = torch.zeros(slots, weight.size(1)).masked_fill_(
-            positions + widths.unsqueeze(0) > slots, float("-inf"))
+            positions + widths.unsqueeze(0) > slots, float("-inf")
+        )
         nonpad = char_ids != PAD_ID
         length = torch.where(nonpad.any(1), slots - nonpad.flip(1).to(torch.uint8).argmax(1), 0)
         padded = nn.functional.pad(char_ids, (0, wmax - 1), value=PAD_ID)
         pooled = torch.empty(n_tok, weight.size(1))
         order = torch.argsort(length)
         for start in range(0, n_tok, chunk):
-            idx = order[start:start + chunk]
+            idx = order[start : start + chunk]
             n_pos = max(1, int(length[idx[-1]]))
             windows = table[padded[idx, : n_pos + wmax - 1].unfold(1, wmax, 1)]
             resp = torch.mm(windows.reshape(-1, wmax * embed_dim), weight).view(len(idx), n_pos, -1)
@@ -138,8 +139,7 @@ class LstmDirection(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(4 * c)) for _ in range(opts.n_layers))
         self.proj = nn.ParameterList(nn.Parameter(torch.empty(c, p)) for _ in range(opts.n_layers))
 
-    def forward(self, x: Tensor, mask: Tensor, state: Optional[State], dropout: float = 0.0
-                ) -> tuple[list[Tensor], State]:
+    def forward(self, x: Tensor, mask: Tensor, state: State | None, dropout: float = 0.0) -> tuple[list[Tensor], State]:
         """Run all layers over ``x`` ``(B, T, P)`` with ``mask`` ``(B, T)`` (valid steps first).
 
         Returns each layer's output ``(B, T, P)`` (zero at padding) and the final ``(h, c)`` per layer,
@@ -160,8 +160,9 @@ class LstmDirection(nn.Module):
                 h0, c0 = state[layer]
             x_in = nn.functional.dropout(x, dropout, self.training) if dropout else x
             gates_x = torch.addmm(self.bias[layer], x_in.reshape(b * t, p), w[:p]).view(b, t, -1)
-            out, h, c = lstm_recurrence(gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer],
-                                        h0, c0, mask_t, cell_clip, proj_clip)
+            out, h, c = lstm_recurrence(
+                gates_x.transpose(0, 1).contiguous(), w[p:], self.proj[layer], h0, c0, mask_t, cell_clip, proj_clip
+            )
             out = out.transpose(0, 1)
             if opts.use_skip_connections and layer > 0:
                 out = out + x * mask.unsqueeze(-1)
@@ -171,8 +172,9 @@ class LstmDirection(nn.Module):
         return outputs, final
 
 
-def lstm_recurrence(gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Tensor, mask: Tensor,
-                    cell_clip: float, proj_clip: float) -> tuple[Tensor, Tensor, Tensor]:
+def lstm_recurrence(
+    gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Tensor, mask: Tensor, cell_clip: float, proj_clip: float
+) -> tuple[Tensor, Tensor, Tensor]:
     """The time loop of one LSTM layer (time-major): gate order i, j, f, o as in TensorFlow.
 
     ``gates_x`` already holds ``x W_x + b``. Padded steps (``mask`` False) leave the state unchanged
@@ -193,8 +195,16 @@ def lstm_recurrence(gates_x: Tensor, w_h: Tensor, w_p: Tensor, h: Tensor, c: Ten
     return torch.stack(outs), h, c
 
 
-def packed_recurrence(gates: Tensor, w_h: Tensor, w_p: Tensor, h0: Tensor, c0: Tensor, batch_sizes: list[int],
-                      cell_clip: float, proj_clip: float) -> tuple[Tensor, Tensor, Tensor]:
+def packed_recurrence(
+    gates: Tensor,
+    w_h: Tensor,
+    w_p: Tensor,
+    h0: Tensor,
+    c0: Tensor,
+    batch_sizes: list[int],
+    cell_clip: float,
+    proj_clip: float,
+) -> tuple[Tensor, Tensor, Tensor]:
     """``lstm_recurrence`` without autograd, over a packed sequence (it overwrites ``gates``, ``h0``, ``c0``).
 
     Rows are sorted by length, longest first, and ``gates`` ``(N, 4C)`` holds ``x W_x + b`` for the
@@ -209,21 +219,21 @@ def packed_recurrence(gates: Tensor, w_h: Tensor, w_p: Tensor, h0: Tensor, c0: T
     start = 0
     for n in batch_sizes:
         if n < h.size(0):
-            h0[n:h.size(0)] = h[n:]
-            c0[n:c.size(0)] = c[n:]
+            h0[n : h.size(0)] = h[n:]
+            c0[n : c.size(0)] = c[n:]
             h, c = h[:n], c[:n]
-        z = gates[start:start + n].addmm_(h.to(w_h.dtype), w_h).float()
+        z = gates[start : start + n].addmm_(h.to(w_h.dtype), w_h).float()
         i, j, f, o = z.chunk(4, 1)
         i.sigmoid_()
         j.tanh_()
         f.sigmoid_()
         o.sigmoid_()
         c = (f * c).addcmul_(i, j).clamp_(-cell_clip, cell_clip)
-        h = out[start:start + n]
+        h = out[start : start + n]
         torch.clamp(torch.mm(torch.tanh(c).mul_(o).to(w_p.dtype), w_p).float(), -proj_clip, proj_clip, out=h)
         start += n
-    h0[:h.size(0)] = h
-    c0[:c.size(0)] = c
+    h0[: h.size(0)] = h
+    c0[: c.size(0)] = c
     return out, h0, c0
 
 
@@ -233,17 +243,18 @@ with warnings.catch_warnings():
     _scripted_packed = torch.jit.script(packed_recurrence)
 
     @torch.jit.script
-    def _parallel_directions(fw: list[Tensor], bw: list[Tensor], batch_sizes: list[int], cell_clip: float,
-                             proj_clip: float) -> list[tuple[Tensor, Tensor, Tensor]]:
+    def _parallel_directions(
+        fw: list[Tensor], bw: list[Tensor], batch_sizes: list[int], cell_clip: float, proj_clip: float
+    ) -> list[tuple[Tensor, Tensor, Tensor]]:
         """Both directions of a layer at once: the forward one on an inter-op thread."""
-        fut = torch.jit.fork(_scripted_packed, fw[0], fw[1], fw[2], fw[3], fw[4], batch_sizes, cell_clip,
-                             proj_clip)
+        fut = torch.jit.fork(_scripted_packed, fw[0], fw[1], fw[2], fw[3], fw[4], batch_sizes, cell_clip, proj_clip)
         backward = _scripted_packed(bw[0], bw[1], bw[2], bw[3], bw[4], batch_sizes, cell_clip, proj_clip)
         return [torch.jit.wait(fut), backward]
 
 
-def run_directions(args: list[list[Tensor]], batch_sizes: list[int], cell_clip: float, proj_clip: float
-                   ) -> list[tuple[Tensor, Tensor, Tensor]]:
+def run_directions(
+    args: list[list[Tensor]], batch_sizes: list[int], cell_clip: float, proj_clip: float
+) -> list[tuple[Tensor, Tensor, Tensor]]:
     """``packed_recurrence`` for the forward and backward direction (``args``: gates, w_h, w_p, h, c each),
     in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other."""
     if torch.get_num_threads() > 1:
@@ -333,9 +344,13 @@ class BiLM(nn.Module):
         uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
         return self.char_cnn(uniq)[inverse].view(b, t, -1)
 
-    def forward(self, char_ids: Tensor, state: Optional[tuple[State, State]] = None, dropout: float = 0.0,
-                dtype: torch.dtype = torch.float32
-                ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
+    def forward(
+        self,
+        char_ids: Tensor,
+        state: tuple[State, State] | None = None,
+        dropout: float = 0.0,
+        dtype: torch.dtype = torch.float32,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """Returns token embeddings, forward outputs, backward outputs (each ``(B, T, P)``), the mask,
         and the final state of both directions. ``dtype`` is the operand type of the biLSTM matmuls
         without gradients (bfloat16: fast, approximate); the char CNN and every gradient run in float32."""
@@ -351,9 +366,15 @@ class BiLM(nn.Module):
         bw = [reverse_padded(o, lengths) for o in bw_rev]
         return tokens, fw, bw, mask, (fw_final, bw_final)
 
-    def _infer(self, char_ids: Tensor, mask: Tensor, lengths: Tensor, state: Optional[tuple[State, State]],
-               dropout: float, dtype: torch.dtype
-               ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
+    def _infer(
+        self,
+        char_ids: Tensor,
+        mask: Tensor,
+        lengths: Tensor,
+        state: tuple[State, State] | None,
+        dropout: float,
+        dtype: torch.dtype,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """``forward`` without autograd, on packed sequences: rows sorted by length, padding skipped,
         the backward direction's reversal folded into the packing index."""
         opts = self.opts
@@ -389,15 +410,19 @@ class BiLM(nn.Module):
                 xs[d] = out
                 padded = tokens.new_zeros(b * t, p).index_copy_(0, slots[d], out)
                 outputs[d].append(padded.view(b, t, p))
-                finals[d].append((torch.empty_like(h).index_copy_(0, order, h),
-                                  torch.empty_like(c_last).index_copy_(0, order, c_last)))
+                finals[d].append(
+                    (
+                        torch.empty_like(h).index_copy_(0, order, h),
+                        torch.empty_like(c_last).index_copy_(0, order, c_last),
+                    )
+                )
         return tokens, outputs[0], outputs[1], mask, (finals[0], finals[1])
 
 
 class ScalarMix(nn.Module):
     """Peters et al. (2018) Eq. 1: ``gamma * sum_j softmax(s)_j * h_j`` over the layers."""
 
-    def __init__(self, n_layers: int, initial: Optional[list[float]] = None, trainable: bool = True):
+    def __init__(self, n_layers: int, initial: list[float] | None = None, trainable: bool = True):
         super().__init__()
         init = torch.tensor(initial if initial is not None else [0.0] * n_layers, dtype=torch.float32)
         if init.numel() != n_layers:

@@ -39,7 +39,7 @@ class ElmoOptions:
         return 2 * self.projection_dim
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], source: str = "options") -> "ElmoOptions":
+    def from_dict(cls, d: dict[str, Any], source: str = "options") -> ElmoOptions:
         def get(path: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
             node: Any = d
             for part in path.split("."):
@@ -58,8 +58,9 @@ class ElmoOptions:
         try:
             filters_t = tuple((int(w), int(n)) for w, n in filters)
         except (TypeError, ValueError):
-            raise OptionsError(f"{source}: key 'char_cnn.filters' should be a list of [width, count] pairs, "
-                               f"got {filters!r}") from None
+            raise OptionsError(
+                f"{source}: key 'char_cnn.filters' should be a list of [width, count] pairs, got {filters!r}"
+            ) from None
         activation = get("char_cnn.activation", str)
         if activation not in ("relu", "tanh"):
             raise OptionsError(f"{source}: key 'char_cnn.activation' should be 'relu' or 'tanh', got {activation!r}")
@@ -81,7 +82,7 @@ class ElmoOptions:
         )
 
     @classmethod
-    def from_json(cls, path: str | Path) -> "ElmoOptions":
+    def from_json(cls, path: str | Path) -> ElmoOptions:
         path = Path(path)
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
@@ -119,4 +120,5 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     if isinstance(kind, tuple):
         return "a number"
     return {int: "an integer", str: "a string", list: "a list", bool: "true or false", dict: "an object"}.get(
-        kind, kind.__name__)
+        kind, kind.__name__
+    )

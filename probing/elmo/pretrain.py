@@ -14,13 +14,12 @@ import csv
 import json
 import math
 import platform
-import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import torch
@@ -42,10 +41,10 @@ class PretrainConfig:
     """Hyperparameters; all of them are recorded in the checkpoint and the model card."""
 
     train: list[str]
-    valid: Optional[str] = None
+    valid: str | None = None
     options: str = ""
-    max_tokens: Optional[int] = None
-    hours: Optional[float] = None
+    max_tokens: int | None = None
+    hours: float | None = None
     batch_tokens: int = 2048
     max_len: int = 50
     vocab_size: int = 40000
@@ -71,8 +70,7 @@ class Corpus:
         self.sentences = sentences
 
     @classmethod
-    def read(cls, paths: Sequence[str | Path], type_index: dict[str, int], types: list[str],
-             max_len: int) -> "Corpus":
+    def read(cls, paths: Sequence[str | Path], type_index: dict[str, int], types: list[str], max_len: int) -> Corpus:
         """Read files; sentences longer than ``max_len`` are cut into pieces; blank lines are skipped."""
         sentences = []
         for path in paths:
@@ -81,7 +79,7 @@ class Corpus:
                     words = line.split()
                     for start in range(0, len(words), max_len):
                         ids = []
-                        for w in words[start:start + max_len]:
+                        for w in words[start : start + max_len]:
                             if w not in type_index:
                                 type_index[w] = len(types)
                                 types.append(w)
@@ -112,7 +110,7 @@ def batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int) -> li
     out = []
     pool = 200 * max(1, batch_tokens // 20)
     for start in range(0, len(perm), pool):
-        group = perm[start:start + pool]
+        group = perm[start : start + pool]
         group = group[np.argsort(lengths[group], kind="stable")]
         cur: list[int] = []
         longest = 0
@@ -169,8 +167,7 @@ class Pretrainer:
         state = None
         if self.ckpt_path.exists():
             if not resume:
-                raise FileExistsError(f"{self.ckpt_path} exists: pass --resume to continue it, "
-                                      "or choose another --out")
+                raise FileExistsError(f"{self.ckpt_path} exists: pass --resume to continue it, or choose another --out")
             state = torch.load(self.ckpt_path, weights_only=True)
             config = PretrainConfig(**state["config"])
         elif resume:
@@ -187,8 +184,9 @@ class Pretrainer:
         if self.valid is not None:
             self.valid.sentences = self.valid.sentences[: config.eval_sentences]
         self.types = types
-        self.type_chars = torch.from_numpy(np.stack([token_char_ids(t, self.opts.max_characters_per_token)
-                                                     for t in types]))
+        self.type_chars = torch.from_numpy(
+            np.stack([token_char_ids(t, self.opts.max_characters_per_token) for t in types])
+        )
         unk = self.vocab_index[UNK]
         self.type_target = torch.tensor([self.vocab_index.get(t, unk) for t in types], dtype=torch.long)
         self.train_lengths = np.asarray([len(s) for s in self.train.sentences])
@@ -213,7 +211,7 @@ class Pretrainer:
             torch.set_rng_state(state["torch_rng"])
         self._stop = False
 
-    def extend_budget(self, *, max_tokens: Optional[int] = None, hours: Optional[float] = None) -> None:
+    def extend_budget(self, *, max_tokens: int | None = None, hours: float | None = None) -> None:
         """Continue a resumed run with a new budget (a new ``max_tokens`` also stretches the LR schedule)."""
         if max_tokens is not None:
             self.config.max_tokens = max_tokens
@@ -227,7 +225,7 @@ class Pretrainer:
         for row, i in enumerate(sentence_ids):
             s = corpus.sentences[i]
             type_ids[row, 0] = 0
-            type_ids[row, 1:len(s) + 1] = torch.from_numpy(s.astype(np.int64))
+            type_ids[row, 1 : len(s) + 1] = torch.from_numpy(s.astype(np.int64))
             type_ids[row, len(s) + 1] = 1
         valid = type_ids >= 0
         chars = self.type_chars[type_ids.clamp(min=0)] * valid.unsqueeze(-1)
@@ -253,7 +251,7 @@ class Pretrainer:
         lengths = np.asarray([len(s) for s in self.valid.sentences])
         order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), 64):
-            ids = order[start:start + 64]
+            ids = order[start : start + 64]
             chars, targets = self.make_batch(ids, self.valid)
             _, f_nll, b_nll = self.model(chars, targets)
             f_total += float(f_nll)
@@ -296,7 +294,7 @@ class Pretrainer:
             return False
         return not self._stop
 
-    def run(self, max_steps: Optional[int] = None) -> dict:
+    def run(self, max_steps: int | None = None) -> dict:
         """Train until the token or time budget is spent (or Ctrl-C/SIGTERM, or ``max_steps`` steps in
         this call); checkpoint on the way out."""
         c = self.config
@@ -306,8 +304,15 @@ class Pretrainer:
         started = time.monotonic()
         last_ckpt = started
         next_eval = (self.tokens_seen // c.eval_every_tokens + 1) * c.eval_every_tokens
-        bar = tqdm(total=c.max_tokens, initial=self.tokens_seen, unit="tok", unit_scale=True,
-                   desc="pretrain", disable=not self.progress, smoothing=0.05)
+        bar = tqdm(
+            total=c.max_tokens,
+            initial=self.tokens_seen,
+            unit="tok",
+            unit_scale=True,
+            desc="pretrain",
+            disable=not self.progress,
+            smoothing=0.05,
+        )
         loss_ema = None
         steps = 0
         try:
@@ -353,9 +358,13 @@ class Pretrainer:
         if self.valid is not None and (not self.log or self.log[-1]["tokens_seen"] != self.tokens_seen):
             self._log_eval(loss_ema)
         self.save_checkpoint()
-        summary = {"tokens_seen": self.tokens_seen, "train_seconds": round(self.train_seconds, 1),
-                   "tokens_per_second": round(self.tokens_seen / max(self.train_seconds, 1e-9), 1),
-                   "epoch": self.epoch, **(self.log[-1] if self.log else {})}
+        summary = {
+            "tokens_seen": self.tokens_seen,
+            "train_seconds": round(self.train_seconds, 1),
+            "tokens_per_second": round(self.tokens_seen / max(self.train_seconds, 1e-9), 1),
+            "epoch": self.epoch,
+            **(self.log[-1] if self.log else {}),
+        }
         print("pretrain summary: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
         return summary
 
@@ -365,11 +374,17 @@ class Pretrainer:
             raise KeyboardInterrupt
         self._stop = True
 
-    def _log_eval(self, train_loss: Optional[float]) -> None:
+    def _log_eval(self, train_loss: float | None) -> None:
         fwd, bwd = self.evaluate()
-        self.log.append({"tokens_seen": self.tokens_seen, "train_seconds": round(self.train_seconds, 1),
-                         "train_loss": round(train_loss, 4) if train_loss is not None else "",
-                         "valid_ppl_forward": round(fwd, 2), "valid_ppl_backward": round(bwd, 2)})
+        self.log.append(
+            {
+                "tokens_seen": self.tokens_seen,
+                "train_seconds": round(self.train_seconds, 1),
+                "train_loss": round(train_loss, 4) if train_loss is not None else "",
+                "valid_ppl_forward": round(fwd, 2),
+                "valid_ppl_backward": round(bwd, 2),
+            }
+        )
         self._write_log()
 
     def elmo(self) -> Elmo:
@@ -386,11 +401,19 @@ class Pretrainer:
         model.save(directory / "options.json", directory / "weights.hdf5", dtype=dtype)
         with atomic_open(directory / "vocab.txt") as f:
             f.write("\n".join(self.vocab) + "\n")
-        info = {"config": asdict(self.config), "tokens_seen": self.tokens_seen, "epochs": self.epoch,
-                "train_seconds": round(self.train_seconds, 1), "train_tokens": self.train.n_tokens,
-                "valid_tokens": self.valid.n_tokens if self.valid else 0, "log": self.log,
-                "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                "threads": self.config.threads, "fingerprint": model.fingerprint}
+        info = {
+            "config": asdict(self.config),
+            "tokens_seen": self.tokens_seen,
+            "epochs": self.epoch,
+            "train_seconds": round(self.train_seconds, 1),
+            "train_tokens": self.train.n_tokens,
+            "valid_tokens": self.valid.n_tokens if self.valid else 0,
+            "log": self.log,
+            "torch": torch.__version__,
+            "machine": platform.processor() or platform.machine(),
+            "threads": self.config.threads,
+            "fingerprint": model.fingerprint,
+        }
         with atomic_open(directory / "training.json") as f:
             json.dump(info, f, indent=2)
         return directory

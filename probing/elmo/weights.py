@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import h5py
 import numpy as np
@@ -26,7 +26,7 @@ def _lstm_name(direction: int, layer: int, leaf: str) -> str:
 
 def _forget_offset(opts: ElmoOptions) -> np.ndarray:
     offset = np.zeros(4 * opts.lstm_dim, dtype=np.float32)
-    offset[2 * opts.lstm_dim: 3 * opts.lstm_dim] = FORGET_BIAS
+    offset[2 * opts.lstm_dim : 3 * opts.lstm_dim] = FORGET_BIAS
     return offset
 
 
@@ -35,11 +35,21 @@ def _mapping(model: BiLM) -> Iterator[tuple[str, tuple[int, ...], torch.Tensor, 
     opts = model.opts
     cnn = model.char_cnn
     ident = lambda a: a  # noqa: E731
-    yield ("char_embed", (opts.n_characters - 1, opts.char_embed_dim), cnn.char_embed.weight,
-           lambda a: np.concatenate([np.zeros((1, a.shape[1]), a.dtype), a]), lambda a: a[1:])
+    yield (
+        "char_embed",
+        (opts.n_characters - 1, opts.char_embed_dim),
+        cnn.char_embed.weight,
+        lambda a: np.concatenate([np.zeros((1, a.shape[1]), a.dtype), a]),
+        lambda a: a[1:],
+    )
     for k, ((width, num), conv) in enumerate(zip(opts.filters, cnn.convs)):
-        yield (f"CNN/W_cnn_{k}", (1, width, opts.char_embed_dim, num), conv.weight,
-               lambda a: np.transpose(a[0], (2, 1, 0)), lambda a: np.transpose(a, (2, 1, 0))[None])
+        yield (
+            f"CNN/W_cnn_{k}",
+            (1, width, opts.char_embed_dim, num),
+            conv.weight,
+            lambda a: np.transpose(a[0], (2, 1, 0)),
+            lambda a: np.transpose(a, (2, 1, 0))[None],
+        )
         yield f"CNN/b_cnn_{k}", (num,), conv.bias, ident, ident
     nf = opts.n_filters
     for k in range(opts.n_highway):
@@ -53,8 +63,13 @@ def _mapping(model: BiLM) -> Iterator[tuple[str, tuple[int, ...], torch.Tensor, 
     for d, direction in enumerate((model.forward_lstm, model.backward_lstm)):
         for layer in range(opts.n_layers):
             yield _lstm_name(d, layer, "W_0"), (2 * p, 4 * c), direction.weight[layer], ident, ident
-            yield (_lstm_name(d, layer, "B"), (4 * c,), direction.bias[layer],
-                   lambda a: a + offset, lambda a: a - offset)
+            yield (
+                _lstm_name(d, layer, "B"),
+                (4 * c,),
+                direction.bias[layer],
+                lambda a: a + offset,
+                lambda a: a - offset,
+            )
             yield _lstm_name(d, layer, "W_P_0"), (c, p), direction.proj[layer], ident, ident
 
 
@@ -73,8 +88,9 @@ def load_weights(model: BiLM, path: str | Path) -> None:
                 raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} from options.json)")
             ds = f[name]
             if tuple(ds.shape) != shape:
-                raise WeightsError(f"{path}: dataset '{name}' has shape {tuple(ds.shape)}, "
-                                   f"options.json expects {shape}")
+                raise WeightsError(
+                    f"{path}: dataset '{name}' has shape {tuple(ds.shape)}, options.json expects {shape}"
+                )
             value = to_param(np.asarray(ds[...], dtype=np.float32))
             param.copy_(torch.from_numpy(np.ascontiguousarray(value)))
 

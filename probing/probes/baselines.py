@@ -8,7 +8,7 @@ in the whole training set wins, then the smaller label in sorted order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class _WordBaseline:
 class MajorityBaseline(_WordBaseline):
     """Predicts the most frequent training label for every token."""
 
-    def fit(self, words: Sequence[str], y: Sequence) -> "MajorityBaseline":
+    def fit(self, words: Sequence[str], y: Sequence) -> MajorityBaseline:
         _, y = _check_pair(words, y, "MajorityBaseline.fit")
         self._fit_counts(y)
         return self
@@ -77,9 +77,11 @@ class MostFrequentTagBaseline(_WordBaseline):
     def __init__(self, lowercase: str = "fallback"):
         self.lowercase = lowercase
 
-    def fit(self, words: Sequence[str], y: Sequence) -> "MostFrequentTagBaseline":
+    def fit(self, words: Sequence[str], y: Sequence) -> MostFrequentTagBaseline:
         if self.lowercase not in LOWERCASE_MODES:
-            raise ValueError(f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}")
+            raise ValueError(
+                f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}"
+            )
         words, y = _check_pair(words, y, "MostFrequentTagBaseline.fit")
         self._fit_counts(y)
         labels = y.tolist()

@@ -14,7 +14,7 @@ the same distribution, deterministically, without any table of types.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class ControlTask:
     def __init__(self, seed: int = 0):
         self.seed = seed
 
-    def fit(self, words: Sequence[str], labels: Sequence) -> "ControlTask":
+    def fit(self, words: Sequence[str], labels: Sequence) -> ControlTask:
         words = _as_words(words, "ControlTask.fit")
         labels = np.asarray(labels)
         if labels.ndim != 1 or len(labels) != len(words):

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -91,9 +91,7 @@ def _check_finite_chunk(chunk: torch.Tensor | np.ndarray, start: int, what: str)
     finite = torch.isfinite(chunk) if isinstance(chunk, torch.Tensor) else np.isfinite(chunk)
     if not bool(finite.all()):
         bad = np.argwhere(~np.asarray(finite))[0]
-        raise ValueError(
-            f"{what} contains NaN or infinity (row {start + int(bad[0])}, column {int(bad[1])})"
-        )
+        raise ValueError(f"{what} contains NaN or infinity (row {start + int(bad[0])}, column {int(bad[1])})")
 
 
 def _load_f32(X: np.ndarray, out: torch.Tensor, chunk_rows: int, what: str) -> _Moments:
@@ -240,9 +238,7 @@ def _encode_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
     check_classification_targets(y)
     classes, y_idx = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(
-            f"{name} needs samples of at least 2 classes in y; got 1 class ({classes[0]!r})"
-        )
+        raise ValueError(f"{name} needs samples of at least 2 classes in y; got 1 class ({classes[0]!r})")
     return classes, y_idx.astype(np.int64)
 
 
@@ -303,8 +299,9 @@ def _xent_and_grad(z: torch.Tensor, target: torch.Tensor, binary: bool) -> tuple
     return loss, p.div_(n)
 
 
-def _linear_objective(x: torch.Tensor, target: torch.Tensor, binary: bool, penalty: torch.Tensor,
-                      theta: torch.Tensor, b: torch.Tensor):
+def _linear_objective(
+    x: torch.Tensor, target: torch.Tensor, binary: bool, penalty: torch.Tensor, theta: torch.Tensor, b: torch.Tensor
+):
     """The probe's objective at the current (theta, b): ``_nll(x theta^T + b) + sum(penalty theta^2) / 2``
     with x fp32 (n, d), theta (k, d) and b (k,) float64; returns (loss, [d/dtheta, d/db])."""
 
@@ -315,8 +312,16 @@ def _linear_objective(x: torch.Tensor, target: torch.Tensor, binary: bool, penal
     return objective
 
 
-def _mix_objective(h: torch.Tensor, target: torch.Tensor, binary: bool, penalty: torch.Tensor, mix_l2: float,
-                   s: torch.Tensor, theta: torch.Tensor, b: torch.Tensor):
+def _mix_objective(
+    h: torch.Tensor,
+    target: torch.Tensor,
+    binary: bool,
+    penalty: torch.Tensor,
+    mix_l2: float,
+    s: torch.Tensor,
+    theta: torch.Tensor,
+    b: torch.Tensor,
+):
     """The scalar-mix objective at the current (s, theta, b): ``_linear_objective`` of the mixed
     features ``sum_j softmax(s)_j h_j`` plus ``mix_l2 / 2 * ||s||^2``; returns (loss, [d/ds, d/dtheta, d/db]).
 
@@ -468,9 +473,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         if self.solver not in _SOLVERS:
             raise ValueError(f"{name}: solver must be one of {_SOLVERS}, got {self.solver!r}")
         if self.precondition not in _PRECONDITIONERS:
-            raise ValueError(
-                f"{name}: precondition must be one of {_PRECONDITIONERS}, got {self.precondition!r}"
-            )
+            raise ValueError(f"{name}: precondition must be one of {_PRECONDITIONERS}, got {self.precondition!r}")
         _check_common(self, ("max_iter", "batch_size", "n_iter_no_change", "chunk_rows"))
         return _check_C(self.C, name)
 
@@ -483,7 +486,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     def _check_Xy(self, X, y):
         return validate_data(self, X, y, reset=True, **self._CHECK)
 
-    def fit(self, X, y, X_dev=None, y_dev=None) -> "LinearProbe":
+    def fit(self, X, y, X_dev=None, y_dev=None) -> LinearProbe:
         """Fit on ``X`` (n, d) and labels ``y`` (any hashable, e.g. strings).
 
         ``X_dev``/``y_dev`` are optional held-out data: Adam early-stops on them; both solvers
@@ -717,9 +720,7 @@ def _as_layers(X, name: str) -> list[np.ndarray]:
         raise ValueError(f"{name}: X has no layers")
     for j, a in enumerate(layers):
         if a.ndim != 2 or a.shape != layers[0].shape:
-            raise ValueError(
-                f"{name}: layer {j} has shape {a.shape}, expected {layers[0].shape} like layer 0"
-            )
+            raise ValueError(f"{name}: layer {j} has shape {a.shape}, expected {layers[0].shape} like layer 0")
         if a.dtype.kind not in "biuf":
             raise ValueError(f"{name}: layer {j} has dtype {a.dtype}, expected a numeric dtype")
     if layers[0].shape[0] == 0:
@@ -771,7 +772,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         self.classes_, y_idx = _encode_labels(y, name)
         return layers, y_idx, _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, n))
 
-    def fit(self, X, y) -> "ScalarMixProbe":
+    def fit(self, X, y) -> ScalarMixProbe:
         C = _check_C(self.C, type(self).__name__)
         _, y_idx, design = self._prepare(X, y, C)
         self._fit_design(design, y_idx, C)
@@ -844,8 +845,9 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return self.classes_[self._predict_index(X)]
 
 
-def select_mix_l2(X, y, X_dev, y_dev, Cs: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
-                  **probe_params) -> ScalarMixProbe:
+def select_mix_l2(
+    X, y, X_dev, y_dev, Cs: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0), **probe_params
+) -> ScalarMixProbe:
     """``select_l2`` for the scalar mix: fit ``ScalarMixProbe`` for each ``C`` (weakening penalties,
     each warm-started from the previous solution on one whitened copy of the layers) and keep the one
     with the best dev accuracy (ties to the smaller C). The probe carries ``l2_path_`` like

@@ -7,7 +7,7 @@ bootstrap); the statistic is the token-level mean of the resampled sentences.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats as _st

@@ -30,15 +30,16 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
 from probing._io import atomic_open
-from probing.wordnet import SenseInventory, inventory as _default_inventory, normalize_lemma, normalize_pos
+from probing.wordnet import SenseInventory, normalize_lemma, normalize_pos
+from probing.wordnet import inventory as _default_inventory
 
 KeysLike = str | Sequence[str]
 
@@ -87,8 +88,10 @@ def write_key_file(path: str | os.PathLike, answers: Mapping[str, KeysLike]) -> 
         for instance_id, value in answers.items():
             keys = _as_keys(value)
             if not keys or any(not k or k.isspace() for k in keys) or not instance_id or len(instance_id.split()) != 1:
-                raise KeyFileError(f"answer for instance {instance_id!r} must be an id without spaces and at least one key, "
-                                   f"got {value!r}")
+                raise KeyFileError(
+                    f"answer for instance {instance_id!r} must be an id without spaces and at least one key, "
+                    f"got {value!r}"
+                )
             f.write(" ".join((instance_id, *keys)) + "\n")
     return path
 
@@ -122,8 +125,15 @@ def score_wsd(pred: Mapping[str, KeysLike | None], gold: Mapping[str, KeysLike])
     p = correct / (correct + wrong) if n_answered else 0.0
     r = correct / len(gold_sets)
     f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
-    return {"P": p, "R": r, "F1": f1, "n_gold": len(gold_sets), "n_answered": n_answered, "correct": correct,
-            "n_ignored": n_ignored}
+    return {
+        "P": p,
+        "R": r,
+        "F1": f1,
+        "n_gold": len(gold_sets),
+        "n_answered": n_answered,
+        "correct": correct,
+        "n_ignored": n_ignored,
+    }
 
 
 def _check_aligned(lemmas: Sequence[str], pos: Sequence[str]) -> None:
@@ -180,7 +190,9 @@ def _rows(X, rows: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.n
         raise ValueError(f"{what}: X must be a 2-d array (n_tokens, dim), got shape {getattr(X, 'shape', None)}")
     if rows is None:
         if X.shape[0] != n:
-            raise ValueError(f"{what}: X has {X.shape[0]} rows but there are {n} occurrences; pass rows= to select them")
+            raise ValueError(
+                f"{what}: X has {X.shape[0]} rows but there are {n} occurrences; pass rows= to select them"
+            )
         return np.arange(n, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.shape != (n,):
@@ -224,12 +236,13 @@ class SenseCentroids:
         pair_sense, pair_row = pair_sense[order], pair_row[order]
         sums = np.zeros((len(index), X.shape[1]), dtype=np.float64)
         for start in range(0, len(pair_row), self.chunk_rows):
-            ps, pr = pair_sense[start:start + self.chunk_rows], pair_row[start:start + self.chunk_rows]
+            ps, pr = pair_sense[start : start + self.chunk_rows], pair_row[start : start + self.chunk_rows]
             urows, row_local = np.unique(pr, return_inverse=True)
             usenses, sense_local = np.unique(ps, return_inverse=True)
             block = np.asarray(X[urows], dtype=np.float32)
-            onehot = sparse.csr_matrix((np.ones(len(pr), dtype=np.float32), (sense_local, row_local)),
-                                       shape=(len(usenses), len(urows)))
+            onehot = sparse.csr_matrix(
+                (np.ones(len(pr), dtype=np.float32), (sense_local, row_local)), shape=(len(usenses), len(urows))
+            )
             sums[usenses] += onehot @ block
         self.counts_ = np.bincount(pair_sense, minlength=len(index))
         self.keys_ = list(index)
@@ -247,8 +260,9 @@ class SenseCentroids:
         d2 = (Q * Q).sum(1)[:, None] - 2 * Q @ C.T + (C * C).sum(1)[None, :]
         return -np.sqrt(np.maximum(d2, 0))
 
-    def sense_scores(self, X, lemmas: Sequence[str], pos: Sequence[str],
-                     rows: Sequence[int] | np.ndarray | None = None) -> list[dict[str, float]]:
+    def sense_scores(
+        self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
+    ) -> list[dict[str, float]]:
         """For each occurrence, the score (cosine similarity, or minus the Euclidean distance) of every
         candidate sense of its lemma that has a centroid, in WordNet order; ``{}`` means back-off."""
         if not hasattr(self, "centroids_"):
@@ -265,15 +279,16 @@ class SenseCentroids:
             if not seen:
                 continue
             for start in range(0, len(members), self.chunk_rows):
-                part = members[start:start + self.chunk_rows]
+                part = members[start : start + self.chunk_rows]
                 Q = np.asarray(X[rows[part]], dtype=np.float32)
                 scores = self._scores(Q, [self._index[k] for k in seen])
                 for i, row in zip(part, scores.tolist()):
                     out[i] = dict(zip(seen, row))
         return out
 
-    def predict_details(self, X, lemmas: Sequence[str], pos: Sequence[str],
-                        rows: Sequence[int] | np.ndarray | None = None) -> pd.DataFrame:
+    def predict_details(
+        self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
+    ) -> pd.DataFrame:
         """One row per occurrence: ``sense``, its ``score`` (NaN on back-off), ``backoff``, and ``n_seen``
         (candidate senses with a centroid). Equal scores go to the sense first in WordNet order."""
         inv = _inventory(self.inventory)
@@ -286,13 +301,20 @@ class SenseCentroids:
                 records.append((inv.first_sense(lemma, p), math.nan, True, 0))
         return pd.DataFrame(records, columns=["sense", "score", "backoff", "n_seen"])
 
-    def predict(self, X, lemmas: Sequence[str], pos: Sequence[str],
-                rows: Sequence[int] | np.ndarray | None = None) -> list[str]:
+    def predict(
+        self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
+    ) -> list[str]:
         """The nearest-centroid sense of each occurrence (WordNet first sense when no candidate was seen)."""
         return self.predict_details(X, lemmas, pos, rows)["sense"].tolist()
 
-    def score(self, X, sense_keys: Sequence[KeysLike], lemmas: Sequence[str], pos: Sequence[str],
-              rows: Sequence[int] | np.ndarray | None = None) -> float:
+    def score(
+        self,
+        X,
+        sense_keys: Sequence[KeysLike],
+        lemmas: Sequence[str],
+        pos: Sequence[str],
+        rows: Sequence[int] | np.ndarray | None = None,
+    ) -> float:
         """F1 of ``predict`` against the gold keys (by Scorer.java's rules; every occurrence is answered)."""
         pred = self.predict(X, lemmas, pos, rows)
         gold = {str(i): k for i, k in enumerate(sense_keys)}
@@ -317,10 +339,12 @@ def instances_from_tokens(tokens: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"token table lacks column(s) {sorted(missing)}")
     mask = tokens["sense"].astype(str).str.strip() != ""
     sub = tokens[mask.to_numpy()]
-    return pd.DataFrame({
-        "row": np.flatnonzero(mask.to_numpy()),
-        "instance_id": sub["instance_id"].to_numpy(),
-        "lemma": sub["lemma"].to_numpy(),
-        "pos": sub["upos"].to_numpy(),
-        "keys": [_as_keys(s) for s in sub["sense"]],
-    })
+    return pd.DataFrame(
+        {
+            "row": np.flatnonzero(mask.to_numpy()),
+            "instance_id": sub["instance_id"].to_numpy(),
+            "lemma": sub["lemma"].to_numpy(),
+            "pos": sub["upos"].to_numpy(),
+            "keys": [_as_keys(s) for s in sub["sense"]],
+        }
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from probing.store.extraction import extract
 from probing.store.format import MANIFEST, store_key, store_root
@@ -12,17 +13,39 @@ from probing.store.merging import merge
 from probing.store.reader import Store
 
 
-def _extract_shard(encoder_factory: Callable[[], Any], corpus_factory: Callable[[], Any], shard: tuple[int, int],
-                   cache_dir: str, chunk_tokens: int, batch_tokens: int) -> str:
-    store = extract(encoder_factory(), corpus_factory(), cache_dir=cache_dir, shard=shard,
-                    chunk_tokens=chunk_tokens, batch_tokens=batch_tokens, progress=False)
+def _extract_shard(
+    encoder_factory: Callable[[], Any],
+    corpus_factory: Callable[[], Any],
+    shard: tuple[int, int],
+    cache_dir: str,
+    chunk_tokens: int,
+    batch_tokens: int,
+) -> str:
+    store = extract(
+        encoder_factory(),
+        corpus_factory(),
+        cache_dir=cache_dir,
+        shard=shard,
+        chunk_tokens=chunk_tokens,
+        batch_tokens=batch_tokens,
+        progress=False,
+    )
     return str(store.path)
 
 
-def extract_ray(encoder_factory: Callable[[], Any], corpus_factory: Callable[[], Any], n_shards: int, *,
-                cache_dir: str | os.PathLike | None = None, chunk_tokens: int = 32768, batch_tokens: int = 4096,
-                num_cpus: float = 1, num_gpus: float = 0, keep_shards: bool = False,
-                progress: bool = True) -> Store:
+def extract_ray(
+    encoder_factory: Callable[[], Any],
+    corpus_factory: Callable[[], Any],
+    n_shards: int,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    chunk_tokens: int = 32768,
+    batch_tokens: int = 4096,
+    num_cpus: float = 1,
+    num_gpus: float = 0,
+    keep_shards: bool = False,
+    progress: bool = True,
+) -> Store:
     """:func:`extract` split into ``n_shards`` Ray tasks (``shard=(i, n_shards)``), merged into one store.
 
     ``encoder_factory`` and ``corpus_factory`` are called once on the driver (to compute the key: a
@@ -51,8 +74,10 @@ def extract_ray(encoder_factory: Callable[[], Any], corpus_factory: Callable[[],
     if not ray.is_initialized():
         ray.init()
     task = ray.remote(_extract_shard).options(num_cpus=num_cpus, num_gpus=num_gpus)
-    refs = [task.remote(encoder_factory, corpus_factory, (i, n_shards), str(root), chunk_tokens, batch_tokens)
-            for i in range(n_shards)]
+    refs = [
+        task.remote(encoder_factory, corpus_factory, (i, n_shards), str(root), chunk_tokens, batch_tokens)
+        for i in range(n_shards)
+    ]
     shard_paths = ray.get(refs)
     store = merge(shard_paths, cache_dir=root, progress=progress)
     if not keep_shards:

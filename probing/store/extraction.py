@@ -14,10 +14,11 @@ import tempfile
 import time
 import warnings
 from collections import deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -40,9 +41,9 @@ from probing.store.format import (
     layer_file,
     layer_file_size,
     read_json,
+    store_key,
     store_lock,
     store_root,
-    store_key,
     token_part_file,
 )
 from probing.store.reader import Store
@@ -75,9 +76,17 @@ class CorpusLike(Protocol):
     def fingerprint(self) -> str: ...
 
 
-def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.PathLike | None = None,
-            chunk_tokens: int = 32768, batch_tokens: int = 4096, shard: tuple[int, int] | None = None,
-            progress: bool = True, verify: bool = False) -> Store:
+def extract(
+    encoder: EncoderLike,
+    corpus: CorpusLike,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    chunk_tokens: int = 32768,
+    batch_tokens: int = 4096,
+    shard: tuple[int, int] | None = None,
+    progress: bool = True,
+    verify: bool = False,
+) -> Store:
     """Encode every token of ``corpus`` with ``encoder`` into a store keyed by their content; return it.
 
     The store lives at ``store_root(cache_dir) / key`` with key = sha256(encoder fingerprint, corpus
@@ -131,8 +140,9 @@ def extract(encoder: EncoderLike, corpus: CorpusLike, *, cache_dir: str | os.Pat
                 if not store.bad_chunks() and not store.bad_files():
                     return store
                 repair = store
-            run = _Extraction(encoder, source, path, key, corpus_fp, lengths, shard, chunk_tokens, batch_tokens,
-                              progress)
+            run = _Extraction(
+                encoder, source, path, key, corpus_fp, lengths, shard, chunk_tokens, batch_tokens, progress
+            )
             return run.run(repair)
 
 
@@ -223,7 +233,7 @@ def length_batches(lengths: Sequence[int], batch_tokens: int) -> Iterator[list[i
         yield batch
 
 
-def _as_tensor(a: np.ndarray) -> "torch.Tensor":
+def _as_tensor(a: np.ndarray) -> torch.Tensor:
     """A torch view of ``a`` (read-only arrays too: torch only reads it here)."""
     import torch
 
@@ -249,7 +259,7 @@ def _write_rows(fd: int, offset: int, rows: np.ndarray) -> None:
     view = memoryview(rows.reshape(-1)).cast("B")
     done = 0
     while done < len(view):
-        done += os.pwrite(fd, view[done:done + (1 << 30)], offset + done)
+        done += os.pwrite(fd, view[done : done + (1 << 30)], offset + done)
 
 
 _PENDING = 3  # batches of encoder output that may wait for the filler thread (bounds memory)
@@ -258,9 +268,19 @@ _PENDING = 3  # batches of encoder output that may wait for the filler thread (b
 class _Extraction:
     """One (possibly resumed or repairing) extraction run into ``path``; holds the store lock."""
 
-    def __init__(self, encoder: EncoderLike, corpus: CorpusLike, path: Path, key: str, corpus_fp: str,
-                 lengths: np.ndarray | None, shard: tuple[int, int] | None, chunk_tokens: int, batch_tokens: int,
-                 progress: bool):
+    def __init__(
+        self,
+        encoder: EncoderLike,
+        corpus: CorpusLike,
+        path: Path,
+        key: str,
+        corpus_fp: str,
+        lengths: np.ndarray | None,
+        shard: tuple[int, int] | None,
+        chunk_tokens: int,
+        batch_tokens: int,
+        progress: bool,
+    ):
         self.encoder, self.corpus, self.path, self.key = encoder, corpus, path, key
         self.corpus_fp, self.corpus_lengths, self.shard = corpus_fp, lengths, shard
         self.chunk_tokens, self.batch_tokens, self.progress = chunk_tokens, batch_tokens, progress
@@ -279,8 +299,11 @@ class _Extraction:
         self._drop_unverified()
         chunks, done = self.journal["chunks"], self.journal["done"]
         todo_rows = sum(r1 - r0 for c, (_, _, r0, r1) in enumerate(chunks) if str(c) not in done)
-        check_free_space(self.path, todo_rows * len(self.files) * self.dim * DTYPE.itemsize,
-                         f"the activations of {self.corpus.name}/{self.corpus.split}")
+        check_free_space(
+            self.path,
+            todo_rows * len(self.files) * self.dim * DTYPE.itemsize,
+            f"the activations of {self.corpus.name}/{self.corpus.split}",
+        )
         resumed = len(done)
         self._encode_all()
         return self._finalize(t_start, time.perf_counter(), resumed)
@@ -295,7 +318,7 @@ class _Extraction:
         self.corpus_sentences = len(lengths)
         self.sentences = (0, len(lengths)) if self.shard is None else shard_range(lengths, *self.shard)
         self.shard_first_row = int(lengths[: self.sentences[0]].sum())
-        self.lengths = lengths[self.sentences[0]:self.sentences[1]].copy()
+        self.lengths = lengths[self.sentences[0] : self.sentences[1]].copy()
         self.n_tokens = int(self.lengths.sum())
         self.scan_s = time.perf_counter() - t0
         if self.n_tokens == 0:
@@ -334,8 +357,12 @@ class _Extraction:
 
     def _journal_header(self) -> dict:
         return {
-            "format_version": FORMAT_VERSION, "key": self.key, "n_sentences": len(self.lengths),
-            "n_tokens": self.n_tokens, "layer_names": self.layer_names, "dim": self.dim,
+            "format_version": FORMAT_VERSION,
+            "key": self.key,
+            "n_sentences": len(self.lengths),
+            "n_tokens": self.n_tokens,
+            "layer_names": self.layer_names,
+            "dim": self.dim,
         }
 
     def _load_journal(self, repair: Store | None) -> None:
@@ -352,8 +379,14 @@ class _Extraction:
             chunks = [c["sentences"] + c["rows"] for c in m["chunks"]]
             done = {str(c["index"]): c["sha256"] for c in m["chunks"]}
             timings.update({k: m.get("timings", {}).get(k, 0) for k in ("encode_s", "write_s", "runs")})
-            self.journal = {**header, "chunk_tokens": m.get("chunk_tokens"), "chunks": chunks, "done": done,
-                            "parts": {}, "timings": timings}
+            self.journal = {
+                **header,
+                "chunk_tokens": m.get("chunk_tokens"),
+                "chunks": chunks,
+                "done": done,
+                "parts": {},
+                "timings": timings,
+            }
             self._write_journal()
             (self.path / MANIFEST).unlink()
             return
@@ -369,9 +402,14 @@ class _Extraction:
                 return
             if self.progress:
                 print(f"{journal_path}: journal does not match this corpus/encoder; starting afresh", file=sys.stderr)
-        self.journal = {**header, "chunk_tokens": self.chunk_tokens,
-                        "chunks": plan_chunks(self.lengths, self.chunk_tokens), "done": {}, "parts": {},
-                        "timings": timings}
+        self.journal = {
+            **header,
+            "chunk_tokens": self.chunk_tokens,
+            "chunks": plan_chunks(self.lengths, self.chunk_tokens),
+            "done": {},
+            "parts": {},
+            "timings": timings,
+        }
         shutil.rmtree(self.path / PARTS, ignore_errors=True)
 
     def _plan_ok(self, chunks: Any) -> bool:
@@ -419,8 +457,10 @@ class _Extraction:
                 for fd, name, off in zip(fds, self.files, self.data_offsets):
                     if hash_region(fd, off + r0 * row_bytes, (r1 - r0) * row_bytes) != done[c].get(name):
                         if self.progress:
-                            print(f"{self.path / name}: rows {r0}:{r1} (chunk {c}) fail their sha256; recomputing",
-                                  file=sys.stderr)
+                            print(
+                                f"{self.path / name}: rows {r0}:{r1} (chunk {c}) fail their sha256; recomputing",
+                                file=sys.stderr,
+                            )
                         del done[c]
                         break
         finally:
@@ -455,13 +495,22 @@ class _Extraction:
         self.in_flight: deque[Future] = deque()
         self.run_tokens = 0
         t0 = time.perf_counter()
-        bar = tqdm(total=self.n_tokens, initial=done_tokens, unit="tok", unit_scale=True, dynamic_ncols=True,
-                   desc=f"{self.encoder.name} on {self.corpus.name}/{self.corpus.split}", disable=not self.progress)
+        bar = tqdm(
+            total=self.n_tokens,
+            initial=done_tokens,
+            unit="tok",
+            unit_scale=True,
+            dynamic_ncols=True,
+            desc=f"{self.encoder.name} on {self.corpus.name}/{self.corpus.split}",
+            disable=not self.progress,
+        )
         stream = self._stream()
         fds = [os.open(self.path / f, os.O_RDWR) for f in self.files]
         try:
-            with ThreadPoolExecutor(1, thread_name_prefix="store-filler") as filler, \
-                    ThreadPoolExecutor(1, thread_name_prefix="store-committer") as committer:
+            with (
+                ThreadPoolExecutor(1, thread_name_prefix="store-filler") as filler,
+                ThreadPoolExecutor(1, thread_name_prefix="store-committer") as committer,
+            ):
                 commits: list[Future] = []
                 free: list[Future | None] = [None, None]  # commit of the chunk last put in buffers[k]
                 for c, (s0, s1, r0, r1) in enumerate(chunks):
@@ -476,8 +525,9 @@ class _Extraction:
                         buffer = buffers[rank[c] % 2][:, : r1 - r0]
                         fills = self._encode_chunk(filler, free[rank[c] % 2], buffer, sentences, bar)
                         self.run_tokens += r1 - r0
-                    commits.append(committer.submit(self._commit, c, fds, buffer, fills,
-                                                    sentences if need_tokens else None))
+                    commits.append(
+                        committer.submit(self._commit, c, fds, buffer, fills, sentences if need_tokens else None)
+                    )
                     if need_arrays:
                         free[rank[c] % 2] = commits[-1]
                 for f in commits:
@@ -493,8 +543,9 @@ class _Extraction:
         """This run's seconds of store work off the encoder's thread: fp16 casts plus chunk commits."""
         return self.run_fill_s + self.run_commit_s
 
-    def _encode_chunk(self, filler: ThreadPoolExecutor, free: Future | None, buffer: np.ndarray,
-                      sentences: list, bar: Any) -> list[Future]:
+    def _encode_chunk(
+        self, filler: ThreadPoolExecutor, free: Future | None, buffer: np.ndarray, sentences: list, bar: Any
+    ) -> list[Future]:
         """Encode the chunk's sentences in length-sorted batches; the filler fills ``buffer`` from them
         once ``free`` (the commit of the buffer's previous chunk) is done."""
         lengths = [len(s.words) for s in sentences]
@@ -507,7 +558,9 @@ class _Extraction:
             outs = self.encoder.encode([list(sentences[j].words) for j in batch])
             self.run_encode_s += time.perf_counter() - t0
             if len(outs) != len(batch):
-                raise StoreError(f"encoder {self.encoder.name!r} returned {len(outs)} arrays for {len(batch)} sentences")
+                raise StoreError(
+                    f"encoder {self.encoder.name!r} returned {len(outs)} arrays for {len(batch)} sentences"
+                )
             outs = [np.asarray(out) for out in outs]
             for j, out in zip(batch, outs):
                 want = (want_layers, lengths[j], self.dim)
@@ -516,16 +569,24 @@ class _Extraction:
                         f"encoder {self.encoder.name!r} returned {out.dtype} {out.shape} for sentence "
                         f"{sentences[j].id!r}, expected float32 {want} (layers, words, dim)"
                     )
-            fills.append(filler.submit(self._fill, None if fills else free, targets,
-                                       [(starts[j], starts[j + 1], sentences[j].id) for j in batch], outs))
+            fills.append(
+                filler.submit(
+                    self._fill,
+                    None if fills else free,
+                    targets,
+                    [(starts[j], starts[j + 1], sentences[j].id) for j in batch],
+                    outs,
+                )
+            )
             self.in_flight.append(fills[-1])
             if len(self.in_flight) > _PENDING:  # across chunks: a filler held up by a commit stops the encoder
                 self.in_flight.popleft().result()
             bar.update(sum(lengths[j] for j in batch))
         return fills
 
-    def _fill(self, free: Future | None, targets: list["torch.Tensor"], rows: list[tuple[int, int, str]],
-              outs: list[np.ndarray]) -> None:
+    def _fill(
+        self, free: Future | None, targets: list[torch.Tensor], rows: list[tuple[int, int, str]], outs: list[np.ndarray]
+    ) -> None:
         """Check one batch's outputs fit fp16 and cast them into their rows of the chunk buffer (filler thread)."""
         if free is not None:
             free.result()
@@ -543,8 +604,9 @@ class _Extraction:
                 target[a:b].copy_(src[layer])
         self.run_fill_s += time.perf_counter() - t0
 
-    def _commit(self, c: int, fds: list[int], buffer: np.ndarray | None, fills: list[Future],
-                sentences: list | None) -> None:
+    def _commit(
+        self, c: int, fds: list[int], buffer: np.ndarray | None, fills: list[Future], sentences: list | None
+    ) -> None:
         """Write chunk ``c``'s rows and/or its token part, then record it in the journal atomically (committer thread).
 
         Rows are fsynced before the journal names them, so a committed chunk survives a crash of the machine,
@@ -573,8 +635,10 @@ class _Extraction:
         if sentences is not None:
             self.journal["parts"][str(c)] = part_hash
         self.run_commit_s += time.perf_counter() - t0
-        self.journal["timings"].update(encode_s=self.base_timings["encode_s"] + self.run_encode_s,
-                                       write_s=self.base_timings["write_s"] + self.run_write_s)
+        self.journal["timings"].update(
+            encode_s=self.base_timings["encode_s"] + self.run_encode_s,
+            write_s=self.base_timings["write_s"] + self.run_write_s,
+        )
         self._write_journal()
 
     def _finalize(self, t_start: float, t_loop_end: float, resumed: int) -> Store:
@@ -592,13 +656,26 @@ class _Extraction:
             "format_version": FORMAT_VERSION,
             "key": self.key,
             "dtype": DTYPE.name,
-            "encoder": {"name": self.encoder.name, "fingerprint": self.encoder.fingerprint,
-                        "layer_names": self.layer_names, "dim": self.dim},
-            "corpus": {"name": self.corpus.name, "split": self.corpus.split, "fingerprint": self.corpus_fp,
-                       "n_sentences": self.corpus_sentences},
-            "shard": None if self.shard is None else {
-                "index": self.shard[0], "count": self.shard[1], "sentences": list(self.sentences),
-                "first_row": self.shard_first_row},
+            "encoder": {
+                "name": self.encoder.name,
+                "fingerprint": self.encoder.fingerprint,
+                "layer_names": self.layer_names,
+                "dim": self.dim,
+            },
+            "corpus": {
+                "name": self.corpus.name,
+                "split": self.corpus.split,
+                "fingerprint": self.corpus_fp,
+                "n_sentences": self.corpus_sentences,
+            },
+            "shard": None
+            if self.shard is None
+            else {
+                "index": self.shard[0],
+                "count": self.shard[1],
+                "sentences": list(self.sentences),
+                "first_row": self.shard_first_row,
+            },
             "n_sentences": len(self.lengths),
             "n_tokens": self.n_tokens,
             "layer_names": self.layer_names,
@@ -607,8 +684,10 @@ class _Extraction:
             "tokens": {"file": TOKENS, "sha256": sha256_file(self.path / TOKENS)},
             "offsets": {"file": OFFSETS, "sha256": sha256_file(self.path / OFFSETS)},
             "chunk_tokens": self.journal.get("chunk_tokens"),
-            "chunks": [{"index": c, "sentences": ch[:2], "rows": ch[2:], "sha256": self.journal["done"][str(c)]}
-                       for c, ch in enumerate(self.journal["chunks"])],
+            "chunks": [
+                {"index": c, "sentences": ch[:2], "rows": ch[2:], "sha256": self.journal["done"][str(c)]}
+                for c, ch in enumerate(self.journal["chunks"])
+            ],
             "versions": _versions(),
             "timings": {
                 "scan_s": round(self.scan_s, 3),
@@ -618,8 +697,9 @@ class _Extraction:
                 "run_s": round(wall, 3),
                 "run_tokens": self.run_tokens,
                 "tokens_per_s": round(self.run_tokens / wall, 1) if wall > 0 else None,
-                "encoder_tokens_per_s": (round(self.run_tokens / self.run_encode_s, 1)
-                                         if self.run_encode_s > 0 else None),
+                "encoder_tokens_per_s": (
+                    round(self.run_tokens / self.run_encode_s, 1) if self.run_encode_s > 0 else None
+                ),
                 "resumed_chunks": resumed,
                 "runs": timings["runs"],
             },
@@ -631,6 +711,9 @@ class _Extraction:
         (self.path / JOURNAL).unlink(missing_ok=True)
         if self.progress:
             rate = self.run_tokens / wall if wall > 0 else float("nan")
-            print(f"store: {self.n_tokens} tokens ({self.run_tokens} encoded now) in {wall:.1f} s, "
-                  f"{rate:,.0f} tokens/s -> {self.path}", file=sys.stderr)
+            print(
+                f"store: {self.n_tokens} tokens ({self.run_tokens} encoded now) in {wall:.1f} s, "
+                f"{rate:,.0f} tokens/s -> {self.path}",
+                file=sys.stderr,
+            )
         return Store.open(self.path)

@@ -27,8 +27,8 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -47,7 +47,16 @@ LOCK = ".lock"
 PARTS = "parts"
 
 TOKEN_COLUMNS = (
-    "sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id", "oov",
+    "sentence_id",
+    "doc_id",
+    "position",
+    "word",
+    "upos",
+    "xpos",
+    "lemma",
+    "sense",
+    "instance_id",
+    "oov",
 )
 
 
@@ -100,8 +109,11 @@ def check_free_space(directory: Path, nbytes: int, what: str) -> None:
     """OSError(ENOSPC) naming ``directory`` if its filesystem has less than ``nbytes`` free for ``what``."""
     free = shutil.disk_usage(directory).free
     if free < nbytes:
-        raise OSError(errno.ENOSPC, f"{directory}: {what} need {human_size(nbytes)}, only "
-                                    f"{human_size(free)} free (point PROBING_CACHE or --cache at a bigger disk)")
+        raise OSError(
+            errno.ENOSPC,
+            f"{directory}: {what} need {human_size(nbytes)}, only "
+            f"{human_size(free)} free (point PROBING_CACHE or --cache at a bigger disk)",
+        )
 
 
 def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:
@@ -115,9 +127,7 @@ def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:
         except ValueError as e:
             raise StoreError(f"{path}: not a valid layer file ({e})") from None
         if shape != (n_rows, dim) or fortran or dtype != DTYPE:
-            raise StoreError(
-                f"{path}: header says shape {shape}, dtype {dtype}, expected ({n_rows}, {dim}) {DTYPE}"
-            )
+            raise StoreError(f"{path}: header says shape {shape}, dtype {dtype}, expected ({n_rows}, {dim}) {DTYPE}")
         return f.tell()
 
 

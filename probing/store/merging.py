@@ -7,8 +7,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Sequence
 
 import numpy as np
 
@@ -69,8 +69,9 @@ def _check_shards(stores: list[Store]) -> list[Store]:
     return by_index
 
 
-def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.PathLike | None = None,
-          progress: bool = True) -> Store:
+def merge(
+    shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.PathLike | None = None, progress: bool = True
+) -> Store:
     """Merge all ``shard=(i, n)`` stores of one encoder and corpus into the unsharded store.
 
     The result has the unsharded key, so it sits where ``extract(encoder, corpus)`` looks (a later call
@@ -98,8 +99,14 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
         chunks, row0, sent0 = [], 0, 0
         for s in stores:
             for c in s.manifest["chunks"]:
-                chunks.append({"index": len(chunks), "sentences": [sent0 + x for x in c["sentences"]],
-                               "rows": [row0 + r for r in c["rows"]], "sha256": c["sha256"]})
+                chunks.append(
+                    {
+                        "index": len(chunks),
+                        "sentences": [sent0 + x for x in c["sentences"]],
+                        "rows": [row0 + r for r in c["rows"]],
+                        "sha256": c["sha256"],
+                    }
+                )
             row0, sent0 = row0 + len(s), sent0 + s.n_sentences
         check_free_space(path, len(files) * layer_file_size(n_tokens, dim), "the merged layers")
         for name in files:
@@ -129,8 +136,10 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
             np.save(f, np.concatenate(offsets).astype(np.int64), allow_pickle=False)
         shard_timings = [s.manifest.get("timings", {}) for s in stores]
         manifest = {
-            **{k: ref[k] for k in ("format_version", "dtype", "encoder", "layer_names", "dim", "layers",
-                                   "chunk_tokens")},
+            **{
+                k: ref[k]
+                for k in ("format_version", "dtype", "encoder", "layer_names", "dim", "layers", "chunk_tokens")
+            },
             "key": key,
             "corpus": ref["corpus"],
             "shard": None,
@@ -139,8 +148,7 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
             "tokens": {"file": TOKENS, "sha256": sha256_file(path / TOKENS)},
             "offsets": {"file": OFFSETS, "sha256": sha256_file(path / OFFSETS)},
             "chunks": chunks,
-            "merged_from": [{"index": s.manifest["shard"]["index"], "key": s.key, "path": str(s.path)}
-                            for s in stores],
+            "merged_from": [{"index": s.manifest["shard"]["index"], "key": s.key, "path": str(s.path)} for s in stores],
             "versions": _versions(),
             "timings": {
                 "encode_s": round(sum(t.get("encode_s", 0.0) for t in shard_timings), 3),
@@ -153,8 +161,10 @@ def merge(shards: Sequence[Store | str | os.PathLike], *, cache_dir: str | os.Pa
         with atomic_open(path / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)
         if progress:
-            print(f"merged {len(stores)} shards: {n_tokens} tokens in {time.perf_counter() - t0:.1f} s -> {path}",
-                  file=sys.stderr)
+            print(
+                f"merged {len(stores)} shards: {n_tokens} tokens in {time.perf_counter() - t0:.1f} s -> {path}",
+                file=sys.stderr,
+            )
         return Store.open(path)
 
 

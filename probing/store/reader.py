@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ class Store:
         self._offsets: np.ndarray | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Store":
+    def open(cls, path: str | os.PathLike) -> Store:
         """Open the store at ``path``; FileNotFoundError if it has no manifest (missing or unfinished)."""
         path = Path(path)
         manifest_path = path / MANIFEST
@@ -103,8 +104,12 @@ class Store:
     def _layer_path(self, i: int) -> Path:
         return self.path / self.manifest["layers"][i]["file"]
 
-    def layer(self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None,
-              dtype: np.dtype | type | str | None = None) -> np.ndarray:
+    def layer(
+        self,
+        k: int | str,
+        rows: Iterable[int] | np.ndarray | slice | None = None,
+        dtype: np.dtype | type | str | None = None,
+    ) -> np.ndarray:
         """Activations of layer ``k`` as ``(n_tokens, dim)``, row i = token i of :attr:`tokens`.
 
         With neither ``rows`` nor ``dtype`` this is a read-only fp16 ``np.memmap`` (nothing is read yet).
@@ -136,8 +141,9 @@ class Store:
             src = mm[idx.astype(np.int64, copy=False)]
         return _convert(src, np.dtype(dtype) if dtype is not None else DTYPE)
 
-    def as_tensor(self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None,
-                  dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+    def as_tensor(
+        self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None, dtype: torch.dtype | None = None
+    ) -> torch.Tensor:
         """Layer ``k`` (optionally only ``rows``) as a torch tensor, float32 unless ``dtype`` says otherwise."""
         import torch
 
@@ -169,16 +175,31 @@ class Store:
         if not -n <= i < n:
             raise IndexError(f"sentence index {i} out of range for {n} sentences")
         i %= n
-        return self.tokens.iloc[int(self.offsets[i]):int(self.offsets[i + 1])]
+        return self.tokens.iloc[int(self.offsets[i]) : int(self.offsets[i + 1])]
 
-    def rows(self, *, upos: _Match = None, xpos: _Match = None, lemma: _Match = None, word: _Match = None,
-             doc_id: _Match = None, sentence_id: _Match = None, sense_annotated: bool | None = None,
-             oov: bool | None = None) -> np.ndarray:
+    def rows(
+        self,
+        *,
+        upos: _Match = None,
+        xpos: _Match = None,
+        lemma: _Match = None,
+        word: _Match = None,
+        doc_id: _Match = None,
+        sentence_id: _Match = None,
+        sense_annotated: bool | None = None,
+        oov: bool | None = None,
+    ) -> np.ndarray:
         """Sorted int64 rows whose columns match every given filter (a value or a collection of values)."""
         t = self.tokens
         mask = np.ones(len(t), dtype=bool)
-        for column, want in (("upos", upos), ("xpos", xpos), ("lemma", lemma), ("word", word),
-                             ("doc_id", doc_id), ("sentence_id", sentence_id)):
+        for column, want in (
+            ("upos", upos),
+            ("xpos", xpos),
+            ("lemma", lemma),
+            ("word", word),
+            ("doc_id", doc_id),
+            ("sentence_id", sentence_id),
+        ):
             if want is None:
                 continue
             values = [want] if isinstance(want, str) else list(want)
@@ -238,7 +259,8 @@ class Store:
         problems += [f"{f} (sha256 mismatch or missing)" for f in self.bad_files()]
         if problems:
             raise StoreCorruptError(
-                f"{self.path}: {len(problems)} corrupt part(s): " + "; ".join(problems)
+                f"{self.path}: {len(problems)} corrupt part(s): "
+                + "; ".join(problems)
                 + ". Run extract(..., verify=True) with the same encoder and corpus to recompute them."
             )
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,8 +21,13 @@ SCHEMA = pa.schema(
     [(c, pa.int64() if c == "position" else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
 )
 
-_FIELDS = (("upos", "upos"), ("xpos", "xpos"), ("lemma", "lemmas"), ("sense", "senses"),
-           ("instance_id", "instance_ids"))
+_FIELDS = (
+    ("upos", "upos"),
+    ("xpos", "xpos"),
+    ("lemma", "lemmas"),
+    ("sense", "senses"),
+    ("instance_id", "instance_ids"),
+)
 
 
 def _annotation(sentence: Any, field: str, n: int) -> list:

@@ -60,9 +60,18 @@ class ProbeSettings:
         return self.seeds if self.solver == "adam" else self.seeds[:1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"Cs": list(self.Cs), "max_iter": self.max_iter, "mix_max_iter": self.mix_max_iter,
-                "tol": self.tol, "solver": self.solver, "seeds": list(self.seeds), "n_boot": self.n_boot,
-                "control": self.control, "mix": self.mix, "concat": self.concat}
+        return {
+            "Cs": list(self.Cs),
+            "max_iter": self.max_iter,
+            "mix_max_iter": self.mix_max_iter,
+            "tol": self.tol,
+            "solver": self.solver,
+            "seeds": list(self.seeds),
+            "n_boot": self.n_boot,
+            "control": self.control,
+            "mix": self.mix,
+            "concat": self.concat,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,7 @@ class TaskOutput:
     per_tag: list[dict] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)
 
-    def extend(self, other: "TaskOutput") -> "TaskOutput":
+    def extend(self, other: TaskOutput) -> TaskOutput:
         self.rows += other.rows
         self.mix_weights += other.mix_weights
         self.per_tag += other.per_tag
@@ -91,8 +100,18 @@ class TaskOutput:
         return self
 
 
-def fraction_row(task: str, part: Part, encoder: str, layer: str, metric: str, scores: np.ndarray,
-                 groups: np.ndarray, seed: int, n_boot: int, value: float | None = None) -> dict:
+def fraction_row(
+    task: str,
+    part: Part,
+    encoder: str,
+    layer: str,
+    metric: str,
+    scores: np.ndarray,
+    groups: np.ndarray,
+    seed: int,
+    n_boot: int,
+    value: float | None = None,
+) -> dict:
     """A result row whose value is the mean of per-item ``scores`` (or ``value``, which must equal it up to
     rounding), with a 95 % percentile cluster-bootstrap CI over ``groups`` (sentence ids).
 
@@ -109,18 +128,40 @@ def fraction_row(task: str, part: Part, encoder: str, layer: str, metric: str, s
         raise AssertionError(f"row value {value} differs from the mean of its item scores {mean}")
     lo, hi = bootstrap_ci(scores, groups, n_boot=n_boot, seed=0)
     lo, hi = min(lo, value), max(hi, value)
-    return make_row(task=task, dataset=part.dataset, split=part.split, encoder=encoder, layer=layer,
-                    metric=metric, value=value, ci_low=lo, ci_high=hi, seed=seed)
+    return make_row(
+        task=task,
+        dataset=part.dataset,
+        split=part.split,
+        encoder=encoder,
+        layer=layer,
+        metric=metric,
+        value=value,
+        ci_low=lo,
+        ci_high=hi,
+        seed=seed,
+    )
 
 
-def per_tag_rows(task: str, part: Part, encoder: str, layer: str, gold: np.ndarray, correct: np.ndarray,
-                 seed: int) -> list[dict]:
+def per_tag_rows(
+    task: str, part: Part, encoder: str, layer: str, gold: np.ndarray, correct: np.ndarray, seed: int
+) -> list[dict]:
     """Accuracy of one probe on each gold tag: ``task, dataset, split, encoder, layer, tag, n, accuracy, seed``."""
     df = pd.DataFrame({"tag": gold, "correct": correct.astype(np.float64)})
     g = df.groupby("tag", sort=True)["correct"].agg(["size", "mean"])
-    return [{"task": task, "dataset": part.dataset, "split": part.split, "encoder": encoder, "layer": layer,
-             "tag": str(tag), "n": int(r["size"]), "accuracy": float(r["mean"]), "seed": seed}
-            for tag, r in g.iterrows()]
+    return [
+        {
+            "task": task,
+            "dataset": part.dataset,
+            "split": part.split,
+            "encoder": encoder,
+            "layer": layer,
+            "tag": str(tag),
+            "n": int(r["size"]),
+            "accuracy": float(r["mean"]),
+            "seed": seed,
+        }
+        for tag, r in g.iterrows()
+    ]
 
 
 def sentence_groups(store: Any, rows: np.ndarray) -> np.ndarray:

@@ -11,8 +11,8 @@ An item is a token whose label is not ``""``; labels come from a :data:`LabelFn`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -76,7 +76,7 @@ class Items:
     groups: np.ndarray
     oov: np.ndarray
 
-    def take(self, rows: np.ndarray) -> "Items":
+    def take(self, rows: np.ndarray) -> Items:
         pos = np.searchsorted(self.rows, rows)
         return Items(self.store, rows, self.y[pos], self.words[pos], self.groups[pos], self.oov[pos])
 
@@ -86,11 +86,19 @@ def items(part: Part, labels: LabelFn, task: str) -> Items:
     y = np.asarray(labels(tokens))
     rows = np.flatnonzero(y != "").astype(np.int64)
     if len(rows) == 0:
-        raise TaskError(f"task {task!r}: {part.dataset}/{part.split} has no labelled tokens "
-                        f"(label {getattr(labels, '__name__', 'labels')!r} is empty everywhere)")
+        raise TaskError(
+            f"task {task!r}: {part.dataset}/{part.split} has no labelled tokens "
+            f"(label {getattr(labels, '__name__', 'labels')!r} is empty everywhere)"
+        )
     oov = tokens["oov"].to_numpy(dtype=bool) if "oov" in tokens.columns else np.zeros(len(tokens), bool)
-    return Items(part.store, rows, y[rows].astype(str), tokens["word"].to_numpy()[rows].astype(str),
-                 sentence_groups(part.store, rows), oov[rows])
+    return Items(
+        part.store,
+        rows,
+        y[rows].astype(str),
+        tokens["word"].to_numpy()[rows].astype(str),
+        sentence_groups(part.store, rows),
+        oov[rows],
+    )
 
 
 def train_dev(train: Part, dev: Part | None, labels: LabelFn, task: str) -> tuple[Items, Items]:
@@ -106,16 +114,19 @@ def _check_layers(task: str, encoder: str, parts: Sequence[Part]) -> list[str]:
     names = list(parts[0].store.layer_names)
     for p in parts[1:]:
         if list(p.store.layer_names) != names:
-            raise TaskError(f"task {task!r}, encoder {encoder!r}: {p.dataset}/{p.split} has layers "
-                            f"{list(p.store.layer_names)}, {parts[0].dataset}/{parts[0].split} has {names}")
+            raise TaskError(
+                f"task {task!r}, encoder {encoder!r}: {p.dataset}/{p.split} has layers "
+                f"{list(p.store.layer_names)}, {parts[0].dataset}/{parts[0].split} has {names}"
+            )
     return names
 
 
 def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
     """A linear probe with C chosen on dev accuracy (ties to the smaller C), and notes on the choice."""
     if settings.solver == "lbfgs":
-        probe, converged = quiet_fit(select_l2, X, y, X_dev, y_dev, Cs=settings.Cs,
-                                     max_iter=settings.max_iter, tol=settings.tol)
+        probe, converged = quiet_fit(
+            select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, max_iter=settings.max_iter, tol=settings.tol
+        )
         path = probe.l2_path_
     else:
         best, path, converged = None, [], True
@@ -126,8 +137,13 @@ def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[L
             if best is None or p.dev_score_ > best[0]:
                 best, converged = (p.dev_score_, p), ok
         probe = best[1]
-    return probe, {"C": float(probe.C), "dev_accuracy": float(probe.dev_score_), "n_iter": int(probe.n_iter_),
-                   "converged": converged, "l2_path": path}
+    return probe, {
+        "C": float(probe.C),
+        "dev_accuracy": float(probe.dev_score_),
+        "n_iter": int(probe.n_iter_),
+        "converged": converged,
+        "l2_path": path,
+    }
 
 
 def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSettings, seed: int):
@@ -145,27 +161,49 @@ def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSe
 
 
 def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbe, dict]:
-    probe, converged = quiet_fit(select_mix_l2, Xs, y, Xs_dev, y_dev, Cs=settings.Cs,
-                                 max_iter=settings.mix_max_iter, tol=settings.tol)
-    return probe, {"C": float(probe.C), "dev_accuracy": float(probe.dev_score_), "n_iter": int(probe.n_iter_),
-                   "converged": converged, "l2_path": probe.l2_path_}
+    probe, converged = quiet_fit(
+        select_mix_l2, Xs, y, Xs_dev, y_dev, Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol
+    )
+    return probe, {
+        "C": float(probe.C),
+        "dev_accuracy": float(probe.dev_score_),
+        "n_iter": int(probe.n_iter_),
+        "converged": converged,
+        "l2_path": probe.l2_path_,
+    }
 
 
-def _score(task: str, encoder: str, layer: str, predict, tests: list[tuple[Part, Items, object]], seed: int,
-           settings: ProbeSettings, out: TaskOutput) -> list[np.ndarray]:
+def _score(
+    task: str,
+    encoder: str,
+    layer: str,
+    predict,
+    tests: list[tuple[Part, Items, object]],
+    seed: int,
+    settings: ProbeSettings,
+    out: TaskOutput,
+) -> list[np.ndarray]:
     """Accuracy rows and per-tag rows of ``predict`` on each test part; returns the per-item correctness."""
     correct_per_part = []
     for part, it, X in tests:
         correct = predict(X) == it.y
-        out.rows.append(fraction_row(task, part, encoder, layer, "accuracy", correct, it.groups, seed,
-                                     settings.n_boot))
+        out.rows.append(fraction_row(task, part, encoder, layer, "accuracy", correct, it.groups, seed, settings.n_boot))
         out.per_tag += per_tag_rows(task, part, encoder, layer, it.y, correct, seed)
         correct_per_part.append(correct)
     return correct_per_part
 
 
-def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests: Sequence[Part], labels: LabelFn,
-                   settings: ProbeSettings, *, progress=None) -> TaskOutput:
+def tagging_probes(
+    task: str,
+    encoder: str,
+    train: Part,
+    dev: Part | None,
+    tests: Sequence[Part],
+    labels: LabelFn,
+    settings: ProbeSettings,
+    *,
+    progress=None,
+) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
     ``train``/``dev``/``tests`` hold the same encoder's activations for those splits; results are rows for
@@ -177,19 +215,30 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
     layer_names = _check_layers(task, encoder, [train] + ([dev] if dev else []) + tests)
     tr, dv = train_dev(train, dev, labels, task)
     if len(np.unique(tr.y)) < 2:
-        raise TaskError(f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "
-                        f"{str(tr.y[0])!r}; a probe needs at least two classes (use more sentences)")
+        raise TaskError(
+            f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "
+            f"{str(tr.y[0])!r}; a probe needs at least two classes (use more sentences)"
+        )
     test_items = [(p, items(p, labels, task)) for p in tests]
     out = TaskOutput()
-    note = {"task": task, "encoder": encoder, "train": f"{train.dataset}/{train.split}", "n_train": len(tr.rows),
-            "n_dev": len(dv.rows), "dev": f"{dev.dataset}/{dev.split}" if dev else "held out from train"}
+    note = {
+        "task": task,
+        "encoder": encoder,
+        "train": f"{train.dataset}/{train.split}",
+        "n_train": len(tr.rows),
+        "n_dev": len(dv.rows),
+        "dev": f"{dev.dataset}/{dev.split}" if dev else "held out from train",
+    }
     has_oov = bool(tr.oov.any() or any(it.oov.any() for _, it in test_items))
     if has_oov:
         note.update(n_train_oov=int(tr.oov.sum()), n_test_oov=[int(it.oov.sum()) for _, it in test_items])
 
     def load(layer: str) -> tuple:
-        return (layer_rows(tr.store, layer, tr.rows), layer_rows(dv.store, layer, dv.rows),
-                [layer_rows(p.store, layer, it.rows) for p, it in test_items])
+        return (
+            layer_rows(tr.store, layer, tr.rows),
+            layer_rows(dv.store, layer, dv.rows),
+            [layer_rows(p.store, layer, it.rows) for p, it in test_items],
+        )
 
     data = {name: load(name) for name in layer_names}
     tell = progress or (lambda _msg: None)
@@ -199,8 +248,11 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
         task_correct = {}
         for seed in settings.probe_seeds:
-            tell(f"{task} {encoder} layer {name} (seed {seed})" if len(settings.probe_seeds) > 1
-                 else f"{task} {encoder} layer {name}")
+            tell(
+                f"{task} {encoder} layer {name} (seed {seed})"
+                if len(settings.probe_seeds) > 1
+                else f"{task} {encoder} layer {name}"
+            )
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": name, "seed": seed, **info})
             task_correct[seed] = (probe, _score(task, encoder, name, probe.predict, tests_x, seed, settings, out))
@@ -209,20 +261,33 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
             _control(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
         if has_oov:
             for part, it in test_items:
-                out.rows.append(fraction_row(task, part, encoder, name, "oov-rate", it.oov, it.groups,
-                                             settings.seeds[0], settings.n_boot))
+                out.rows.append(
+                    fraction_row(
+                        task, part, encoder, name, "oov-rate", it.oov, it.groups, settings.seeds[0], settings.n_boot
+                    )
+                )
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")
         Xs = [data[n] for n in layer_names]
         probe, info = _fit_mix([x[0] for x in Xs], tr.y, [x[1] for x in Xs], dv.y, settings)
         seed = settings.seeds[0]
-        out.probes.append({**note, "layer": "mix", "seed": seed, **info, "mix_weights": probe.mix_weights_.tolist(),
-                           "gamma": probe.gamma_})
+        out.probes.append(
+            {
+                **note,
+                "layer": "mix",
+                "seed": seed,
+                **info,
+                "mix_weights": probe.mix_weights_.tolist(),
+                "gamma": probe.gamma_,
+            }
+        )
         tests_x = [(p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)]
         _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, out)
-        out.mix_weights += [{"task": task, "dataset": train.dataset, "encoder": encoder, "layer": n,
-                             "weight": float(w), "seed": seed} for n, w in zip(layer_names, probe.mix_weights_)]
+        out.mix_weights += [
+            {"task": task, "dataset": train.dataset, "encoder": encoder, "layer": n, "weight": float(w), "seed": seed}
+            for n, w in zip(layer_names, probe.mix_weights_)
+        ]
 
     if len(layer_names) > 1 and settings.concat:
         tell(f"{task} {encoder} concatenated layers")
@@ -236,27 +301,60 @@ def tagging_probes(task: str, encoder: str, train: Part, dev: Part | None, tests
     return out
 
 
-def _control(task: str, encoder: str, layer: str, tr: Items, dv: Items, X_tr, X_dv,
-             tests: list[tuple[Part, Items, object]], task_correct: dict, settings: ProbeSettings,
-             out: TaskOutput) -> None:
+def _control(
+    task: str,
+    encoder: str,
+    layer: str,
+    tr: Items,
+    dv: Items,
+    X_tr,
+    X_dv,
+    tests: list[tuple[Part, Items, object]],
+    task_correct: dict,
+    settings: ProbeSettings,
+    out: TaskOutput,
+) -> None:
     """Control-task accuracy and selectivity of one layer, one row each per seed and test part."""
     for seed in settings.seeds:
         probe, correct = task_correct.get(seed, task_correct[settings.probe_seeds[0]])
         ct = ControlTask(seed=seed).fit(tr.words.tolist(), tr.y)
-        predict = _fit_control(X_tr, ct.transform(tr.words.tolist()), X_dv, ct.transform(dv.words.tolist()),
-                               float(probe.C), settings, seed)
+        predict = _fit_control(
+            X_tr, ct.transform(tr.words.tolist()), X_dv, ct.transform(dv.words.tolist()), float(probe.C), settings, seed
+        )
         for (part, it, X), task_ok in zip(tests, correct):
             control_ok = predict(X) == ct.transform(it.words.tolist())
             acc, ctrl = float(task_ok.mean()), float(control_ok.mean())
-            out.rows.append(fraction_row(task, part, encoder, layer, "control-accuracy", control_ok, it.groups, seed,
-                                         settings.n_boot))
-            out.rows.append(fraction_row(task, part, encoder, layer, "selectivity",
-                                         task_ok.astype(np.float64) - control_ok.astype(np.float64), it.groups, seed,
-                                         settings.n_boot, value=selectivity(acc, ctrl)))
+            out.rows.append(
+                fraction_row(
+                    task, part, encoder, layer, "control-accuracy", control_ok, it.groups, seed, settings.n_boot
+                )
+            )
+            out.rows.append(
+                fraction_row(
+                    task,
+                    part,
+                    encoder,
+                    layer,
+                    "selectivity",
+                    task_ok.astype(np.float64) - control_ok.astype(np.float64),
+                    it.groups,
+                    seed,
+                    settings.n_boot,
+                    value=selectivity(acc, ctrl),
+                )
+            )
 
 
-def tagging_baselines(task: str, train: Part, dev: Part | None, tests: Sequence[Part], labels: LabelFn,
-                      settings: ProbeSettings, *, which: Sequence[str] = TAGGING_BASELINES) -> TaskOutput:
+def tagging_baselines(
+    task: str,
+    train: Part,
+    dev: Part | None,
+    tests: Sequence[Part],
+    labels: LabelFn,
+    settings: ProbeSettings,
+    *,
+    which: Sequence[str] = TAGGING_BASELINES,
+) -> TaskOutput:
     """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
     same training items as the probes; rows with encoder ``baseline``."""
     unknown = sorted(set(which) - set(TAGGING_BASELINES))
@@ -272,7 +370,8 @@ def tagging_baselines(task: str, train: Part, dev: Part | None, tests: Sequence[
         for part in tests:
             it = items(part, labels, task)
             correct = model.predict(it.words.tolist()) == it.y
-            out.rows.append(fraction_row(task, part, BASELINE_ENCODER, layer, "accuracy", correct, it.groups, seed,
-                                         settings.n_boot))
+            out.rows.append(
+                fraction_row(task, part, BASELINE_ENCODER, layer, "accuracy", correct, it.groups, seed, settings.n_boot)
+            )
             out.per_tag += per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed)
     return out

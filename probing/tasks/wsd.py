@@ -8,7 +8,7 @@ F1 = precision = recall = the mean per-instance credit, and its CI is a cluster 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,23 +34,51 @@ def instances(part: Part, task: str) -> pd.DataFrame:
     inst["instance_id"] = inst["instance_id"].where(inst["instance_id"] != "", fallback)
     dup = inst["instance_id"].duplicated()
     if dup.any():
-        raise TaskError(f"task {task!r}: {part.dataset}/{part.split} repeats instance id "
-                        f"{inst['instance_id'][dup].iloc[0]!r}")
+        raise TaskError(
+            f"task {task!r}: {part.dataset}/{part.split} repeats instance id {inst['instance_id'][dup].iloc[0]!r}"
+        )
     return inst
 
 
-def _f1_row(task: str, part: Part, encoder: str, layer: str, inst: pd.DataFrame, pred: Sequence[str], seed: int,
-            settings: ProbeSettings) -> tuple[dict, dict]:
+def _f1_row(
+    task: str,
+    part: Part,
+    encoder: str,
+    layer: str,
+    inst: pd.DataFrame,
+    pred: Sequence[str],
+    seed: int,
+    settings: ProbeSettings,
+) -> tuple[dict, dict]:
     gold = dict(zip(inst["instance_id"], inst["keys"]))
     scores = score_wsd(dict(zip(inst["instance_id"], pred)), gold)
     credit = np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
-    row = fraction_row(task, part, encoder, layer, "f1", credit, inst["sentence_id"].to_numpy(), seed,
-                       settings.n_boot, value=scores["F1"])
+    row = fraction_row(
+        task,
+        part,
+        encoder,
+        layer,
+        "f1",
+        credit,
+        inst["sentence_id"].to_numpy(),
+        seed,
+        settings.n_boot,
+        value=scores["F1"],
+    )
     return row, scores
 
 
-def wsd_1nn(task: str, encoder: str, train: Part, tests: Sequence[Part], settings: ProbeSettings, *,
-            inventory=None, metric: str = "cosine", progress=None) -> TaskOutput:
+def wsd_1nn(
+    task: str,
+    encoder: str,
+    train: Part,
+    tests: Sequence[Part],
+    settings: ProbeSettings,
+    *,
+    inventory=None,
+    metric: str = "cosine",
+    progress=None,
+) -> TaskOutput:
     """F1 of 1-NN sense centroids for every layer of one encoder, on each test part (``metric`` f1)."""
     tests = list(tests)
     train_inst = instances(train, task)
@@ -61,22 +89,43 @@ def wsd_1nn(task: str, encoder: str, train: Part, tests: Sequence[Part], setting
         if progress:
             progress(f"{task} {encoder} layer {layer}")
         model = SenseCentroids(metric=metric, inventory=inventory).fit(
-            train.store.layer(layer), train_inst["keys"].tolist(), rows=train_inst["row"].to_numpy())
+            train.store.layer(layer), train_inst["keys"].tolist(), rows=train_inst["row"].to_numpy()
+        )
         for part, inst in test_inst:
-            details = model.predict_details(part.store.layer(layer), inst["lemma"].tolist(), inst["pos"].tolist(),
-                                            rows=inst["row"].to_numpy())
+            details = model.predict_details(
+                part.store.layer(layer), inst["lemma"].tolist(), inst["pos"].tolist(), rows=inst["row"].to_numpy()
+            )
             row, scores = _f1_row(task, part, encoder, layer, inst, details["sense"].tolist(), seed, settings)
             out.rows.append(row)
-            out.probes.append({"task": task, "encoder": encoder, "layer": layer, "seed": seed,
-                               "train": f"{train.dataset}/{train.split}", "test": f"{part.dataset}/{part.split}",
-                               "metric": metric, "n_train": len(train_inst), "n_senses": len(model.keys_),
-                               "n_test": len(inst), "backoff": float(details["backoff"].mean()),
-                               "P": scores["P"], "R": scores["R"]})
+            out.probes.append(
+                {
+                    "task": task,
+                    "encoder": encoder,
+                    "layer": layer,
+                    "seed": seed,
+                    "train": f"{train.dataset}/{train.split}",
+                    "test": f"{part.dataset}/{part.split}",
+                    "metric": metric,
+                    "n_train": len(train_inst),
+                    "n_senses": len(model.keys_),
+                    "n_test": len(inst),
+                    "backoff": float(details["backoff"].mean()),
+                    "P": scores["P"],
+                    "R": scores["R"],
+                }
+            )
     return out
 
 
-def wsd_baselines(task: str, train: Part, tests: Sequence[Part], settings: ProbeSettings, *, inventory=None,
-                  which: Sequence[str] = WSD_BASELINES) -> TaskOutput:
+def wsd_baselines(
+    task: str,
+    train: Part,
+    tests: Sequence[Part],
+    settings: ProbeSettings,
+    *,
+    inventory=None,
+    which: Sequence[str] = WSD_BASELINES,
+) -> TaskOutput:
     """WordNet first sense and SemCor most frequent sense (counted on ``train``): rows with encoder ``baseline``."""
     unknown = sorted(set(which) - set(WSD_BASELINES))
     if unknown:

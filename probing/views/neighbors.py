@@ -7,7 +7,8 @@ vector table or activation store is. Results are DataFrames (they render in Jupy
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,9 +92,7 @@ def type_neighbors(vectors: Vectors, word: str, k: int = 10, *, chunk_rows: int 
     exclude = np.zeros(len(vectors), dtype=bool)
     exclude[row] = True
     ids, sims = cosine_topk(vectors.matrix, vectors.matrix[row], k, exclude=exclude, chunk_rows=chunk_rows)
-    return pd.DataFrame(
-        {"rank": np.arange(1, len(ids) + 1), "word": [vectors.vocab[i] for i in ids], "cosine": sims}
-    )
+    return pd.DataFrame({"rank": np.arange(1, len(ids) + 1), "word": [vectors.vocab[i] for i in ids], "cosine": sims})
 
 
 # -- word occurrences in a store ----------------------------------------------------------------
@@ -221,7 +220,9 @@ def _encode(encoder: Any, words: list[str]) -> np.ndarray:
     """All layers of one sentence from the encoder: (n_layers, len(words), dim) float32."""
     out = np.asarray(encoder.encode([words])[0], dtype=np.float32)
     if out.ndim != 3 or out.shape[1] != len(words):
-        raise ValueError(f"encoder {getattr(encoder, 'name', encoder)!r} returned shape {out.shape} for {len(words)} words")
+        raise ValueError(
+            f"encoder {getattr(encoder, 'name', encoder)!r} returned shape {out.shape} for {len(words)} words"
+        )
     return out
 
 
@@ -305,8 +306,15 @@ def table4(
     if vectors is not None:
         glove = type_neighbors(vectors, word, k=k_glove)
         records.append(
-            {"source": "GloVe", "layer": "glove", "nearest": ", ".join(glove["word"]), "cosine": np.nan,
-             "sense": "", "gloss": "", "sentence_id": ""}
+            {
+                "source": "GloVe",
+                "layer": "glove",
+                "nearest": ", ".join(glove["word"]),
+                "cosine": np.nan,
+                "sense": "",
+                "gloss": "",
+                "sentence_id": "",
+            }
         )
     for sentence, position in sources:
         words = _as_tokens(sentence)
@@ -320,9 +328,15 @@ def table4(
                 raise ValueError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")
             top = hit.iloc[0]
             records.append(
-                {"source": mark(words, pos), "layer": str(layer), "nearest": top["sentence"],
-                 "cosine": float(top["cosine"]), "sense": top["sense"], "gloss": top.get("gloss", ""),
-                 "sentence_id": top["sentence_id"]}
+                {
+                    "source": mark(words, pos),
+                    "layer": str(layer),
+                    "nearest": top["sentence"],
+                    "cosine": float(top["cosine"]),
+                    "sense": top["sense"],
+                    "gloss": top.get("gloss", ""),
+                    "sentence_id": top["sentence_id"],
+                }
             )
     return pd.DataFrame.from_records(
         records, columns=["source", "layer", "nearest", "cosine", "sense", "gloss", "sentence_id"]

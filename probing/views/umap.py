@@ -14,7 +14,8 @@ instead and the panel says so.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -261,9 +262,7 @@ def umap_layers(
     the last column says so and lists the word's GloVe type neighbours: one vector, one list,
     whatever the sense. Layer 0 is context-free, so all occurrences of a word form coincide there.
     """
-    coords = umap_layers_coords(
-        store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method
-    )
+    coords = umap_layers_coords(store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method)
     layer_names = list(dict.fromkeys(coords["layer"]))
     n_rows, n_cols = len(lemmas), len(layer_names)
     fig = Figure(figsize=(3.0 * n_cols + 3.6, 2.9 * n_rows + 0.6), layout="constrained")
@@ -279,22 +278,51 @@ def umap_layers(
             occ = panel[panel["kind"] == "occurrence"]
             for g in sorted(groups, key=lambda g: (g != OTHER, -np.sum(occ["group"] == g))):
                 pts = occ[occ["group"] == g]
-                ax.scatter(pts["x"], pts["y"], s=_marker_size(len(occ)), c=colour_of[g], alpha=0.75,
-                           linewidths=0, rasterized=True)
+                ax.scatter(
+                    pts["x"],
+                    pts["y"],
+                    s=_marker_size(len(occ)),
+                    c=colour_of[g],
+                    alpha=0.75,
+                    linewidths=0,
+                    rasterized=True,
+                )
             star = panel[panel["kind"] == "type average"]
             ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
             _style_map_axis(ax, f"'{lemma}', layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
         info = fig.add_subplot(grid[r, n_cols])
         info.axis("off")
         handles = [
-            Line2D([], [], marker="o", linestyle="", color=colour_of[g], markersize=7,
-                   label=part.loc[part["group"] == g, "label"].iat[0])
+            Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="",
+                color=colour_of[g],
+                markersize=7,
+                label=part.loc[part["group"] == g, "label"].iat[0],
+            )
             for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
         ]
-        handles.append(Line2D([], [], marker="*", linestyle="", color="black", markersize=12,
-                              label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives"))
-        info.legend(handles=handles, loc="upper left", fontsize=7.5, frameon=False,
-                    title=f"'{lemma}': {first['n_total']:,} occurrences", title_fontsize=8.5)
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="*",
+                linestyle="",
+                color="black",
+                markersize=12,
+                label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
+            )
+        )
+        info.legend(
+            handles=handles,
+            loc="upper left",
+            fontsize=7.5,
+            frameon=False,
+            title=f"'{lemma}': {first['n_total']:,} occurrences",
+            title_fontsize=8.5,
+        )
         notes = []
         note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
         if note:
@@ -302,8 +330,9 @@ def umap_layers(
         if glove is not None:
             notes.append(_glove_note(glove, lemma))
         if notes:
-            info.text(0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True,
-                      transform=info.transAxes)
+            info.text(
+                0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes
+            )
     fig.suptitle(f"Occurrences by WordNet sense, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
     return fig
 
@@ -333,8 +362,13 @@ def _method_title(coords: pd.DataFrame) -> str:
 
 
 def umap_pos_coords(
-    store: Any, layers: Sequence[int | str] = (0, 1, 2), max_points: int = 3000, seed: int = 0, *,
-    n_tags: int = 9, method: str = "umap",
+    store: Any,
+    layers: Sequence[int | str] = (0, 1, 2),
+    max_points: int = 3000,
+    seed: int = 0,
+    *,
+    n_tags: int = 9,
+    method: str = "umap",
 ) -> pd.DataFrame:
     """Coordinates behind :func:`umap_pos`: a sample of tokens (stratified by UPOS, OOV and untagged
     tokens left out), the same rows at every layer. Columns: ``layer, row, x, y, word, upos, group,
@@ -356,18 +390,34 @@ def umap_pos_coords(
     for index, name in _layers(store, layers):
         x = np.asarray(store.layer(index)[rows], dtype=np.float32)
         coords, used = embed_2d(x, method=method, seed=seed)
-        frames.append(pd.DataFrame({
-            "layer": name, "row": rows, "x": coords[:, 0], "y": coords[:, 1],
-            "word": tokens["word"].to_numpy()[rows], "upos": sample_tags, "group": groups,
-            "n_shown": len(rows), "n_total": len(candidates), "n_distinct": len(np.unique(x, axis=0)),
-            "method": used,
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "layer": name,
+                    "row": rows,
+                    "x": coords[:, 0],
+                    "y": coords[:, 1],
+                    "word": tokens["word"].to_numpy()[rows],
+                    "upos": sample_tags,
+                    "group": groups,
+                    "n_shown": len(rows),
+                    "n_total": len(candidates),
+                    "n_distinct": len(np.unique(x, axis=0)),
+                    "method": used,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 def umap_pos(
-    store: Any, layers: Sequence[int | str] = (0, 1, 2), max_points: int = 3000, seed: int = 0, *,
-    n_tags: int = 9, method: str = "umap",
+    store: Any,
+    layers: Sequence[int | str] = (0, 1, 2),
+    max_points: int = 3000,
+    seed: int = 0,
+    *,
+    n_tags: int = 9,
+    method: str = "umap",
 ) -> Figure:
     """A sample of the corpus per layer, coloured by universal POS tag (Tol muted; grey = other tags)."""
     coords = umap_pos_coords(store, layers, max_points, seed, n_tags=n_tags, method=method)
@@ -383,12 +433,23 @@ def umap_pos(
         panel = coords[coords["layer"] == name]
         for g in [OTHER] + ranked:
             pts = panel[panel["group"] == g]
-            ax.scatter(pts["x"], pts["y"], s=_marker_size(len(panel)), c=colours[g], alpha=0.7, linewidths=0,
-                       rasterized=True)
+            ax.scatter(
+                pts["x"], pts["y"], s=_marker_size(len(panel)), c=colours[g], alpha=0.7, linewidths=0, rasterized=True
+            )
         _style_map_axis(ax, f"layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
-    handles = [Line2D([], [], marker="o", linestyle="", color=colours[g], markersize=6,
-                      label=f"{g} ({int(np.sum(first['group'] == g))})") for g in ranked + [OTHER]
-               if np.any(first["group"] == g)]
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=colours[g],
+            markersize=6,
+            label=f"{g} ({int(np.sum(first['group'] == g))})",
+        )
+        for g in ranked + [OTHER]
+        if np.any(first["group"] == g)
+    ]
     fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False, title="UPOS (shown)")
     title = f"Tokens by part of speech, per layer ({_method_title(coords)}, seed {seed})"
     note = _sample_note(int(first["n_shown"].iat[0]), int(first["n_total"].iat[0]), "tokens", "UPOS")
