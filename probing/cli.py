@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from .errors import ProbingError
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
-class UserError(Exception):
+class UserError(ProbingError):
     """An error whose message is the whole story: printed without a traceback."""
 
 
@@ -494,14 +497,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """What a user's input can cause: ValueError covers the toolkit's ExperimentError, TaskError, OptionsError,
-    WeightsError, UnknownCheckpointError, ...; OSError covers DownloadError, DatasetNotFound and missing files.
-    Evaluated only while an exception is handled, so the modules load only then."""
-    from .glove import MissingDependencyError, UnknownWordError
-    from .wordnet import WordNetLookupError
+_FILE_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
 
-    return (UserError, ValueError, OSError, UnknownWordError, WordNetLookupError, MissingDependencyError)
+
+def _is_user_error(e: BaseException) -> bool:
+    """What a user's input can cause and fix: the toolkit's ProbingError family, plus missing files and
+    permissions, a full disk, and a few precise errors of the toolkit's own that predate ProbingError."""
+    import errno
+
+    if isinstance(e, (ProbingError, UserError, *_FILE_ERRORS)):
+        return True
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+        return True
+    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -511,7 +519,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"probing {args.command}: interrupted", file=sys.stderr)
         return 130
-    except _user_errors() as e:
+    except Exception as e:
+        if not _is_user_error(e):
+            traceback.print_exc()
+            print(
+                f"probing {args.command}: internal error ({type(e).__name__}); this is a bug in probing, please "
+                "report it with the traceback above and the command you ran",
+                file=sys.stderr,
+            )
+            return 1
         print(f"probing {args.command}: error: {e}", file=sys.stderr)
         return 2
 

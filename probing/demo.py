@@ -34,8 +34,8 @@ from probing.views.umap import umap_layers, umap_pos
 from probing.wordnet import inventory
 
 SENSE_LEMMAS = ("play", "serve", "time")  # frequent, many-sensed lemmas of the bundled SemCor slice
-SENSE_STORE = "elmo/demo-semcor:train"
-POS_STORE = "elmo/demo-ud:test"
+SENSE_STORE = ("elmo", "demo-semcor", "train")  # (encoder, dataset, split) of the default experiment
+POS_STORE = ("elmo", "demo-ud", "test")
 
 DEMO_NOTES = {
     "umap_senses": (
@@ -95,7 +95,7 @@ def run_demo(
     senses = inventory("auto")
     encoder = get_encoder("default")
     glove = Vectors.glove_6b_50d()
-    semcor = res.stores[SENSE_STORE]
+    semcor = res.store(*SENSE_STORE)
     # as in the paper's Table 4, the neighbours are other occurrences of "play": which sense is nearest?
     neighbours = table4(glove, semcor, encoder, "play", rows=semcor.rows(lemma="play"), gloss=senses.gloss)
     with atomic_open(out / "results" / "neighbours_play.csv", newline="", encoding="utf-8") as f:
@@ -106,7 +106,7 @@ def run_demo(
     drawn = draw_figures(res.results, res.mix_weights, res.per_tag)
     points = 150 if quick else 400
     drawn["umap_senses"] = umap_layers(semcor, SENSE_LEMMAS, max_points=points, glove=glove, gloss=senses.gloss)
-    drawn["umap_pos"] = umap_pos(res.stores[POS_STORE], max_points=5 * points)
+    drawn["umap_pos"] = umap_pos(res.store(*POS_STORE), max_points=5 * points)
     embed = "png" if "png" in formats else formats[0]
     files = {name: fg.save(fig, out / "figures", name, formats=formats)[embed] for name, fig in drawn.items()}
     timings["figures"] = time.time() - t2

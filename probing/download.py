@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from probing import __version__, paths
 from probing._io import atomic_open
+from probing.errors import InputError, ProbingError
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ _TRANSFER_ERRORS = (http.client.HTTPException, ConnectionError, TimeoutError, ss
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-class DownloadError(OSError):
+class DownloadError(ProbingError, OSError):
     """A file could not be fetched; the message names the URL and what to do about it."""
 
 
@@ -126,13 +127,13 @@ def fetch(
     a corrupted cache is never used silently.
     """
     if urlparse(url).scheme not in ("http", "https"):
-        raise ValueError(f"cannot fetch {url!r}: only http:// and https:// URLs are supported")
+        raise InputError(f"cannot fetch {url!r}: only http:// and https:// URLs are supported")
     if sha256 is not None:
         sha256 = sha256.strip().lower()
         if not _SHA256.fullmatch(sha256):
-            raise ValueError(f"sha256 for {url} must be 64 hex digits, got {sha256!r}")
+            raise InputError(f"sha256 for {url} must be 64 hex digits, got {sha256!r}")
     if size is not None and size < 0:
-        raise ValueError(f"size for {url} must be >= 0, got {size}")
+        raise InputError(f"size for {url} must be >= 0, got {size}")
     final = Path(dest) if dest is not None else cache_path(url)
     final.parent.mkdir(parents=True, exist_ok=True)
     hint = hint or f"python -c \"from probing.download import fetch; fetch('{url}')\""

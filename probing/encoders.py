@@ -21,32 +21,20 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from probing._io import sha256_file, source_digest
 from probing.elmo.options import ElmoOptions
+from probing.errors import InputError
+from probing.protocols import EncoderLike
 
 FINGERPRINT_VERSION = "probing-encoder/1"
 _ELMO_CODE_MODULES = ("chars.py", "model.py", "elmo.py", "weights.py", "options.py")
 
 
-@runtime_checkable
-class Encoder(Protocol):
-    """DESIGN.md's Encoder: ``encode`` returns one float32 ``(n_layers, len(sentence), dim)`` array per
-    sentence, independent of how sentences are batched, and not overwritten by a later call (the store
-    reads them on another thread while the next batch is encoded); ``oov_mask`` flags words the encoder
-    has no vector for (all False for character models)."""
-
-    name: str
-    fingerprint: str
-    layer_names: list[str]
-    dim: int
-
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
-
-    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
+Encoder = EncoderLike  # the protocol every encoder here satisfies (probing.protocols.EncoderLike)
 
 
 def _sha(*parts: Any) -> str:
@@ -163,7 +151,7 @@ class ElmoEncoder(_LazyElmo):
             raise FileNotFoundError(f"ELMo weights file not found: {self.weights_path}")
         self.options = ElmoOptions.from_json(self.options_path)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.stateful = bool(stateful)
         self.batch_size = batch_size
         self.name = name or "elmo"
@@ -199,7 +187,7 @@ class ElmoEncoder(_LazyElmo):
         enc.options = elmo.options
         enc.stateful = elmo.stateful
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         enc.batch_size = batch_size
         enc.name = name or "elmo"
         enc.source = getattr(elmo, "source", "in-memory Elmo")
@@ -247,9 +235,9 @@ class RandomElmoEncoder(_LazyElmo):
         super().__init__()
         self.options = _as_options(options)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"seed must be an integer, got {seed!r}")
+            raise InputError(f"seed must be an integer, got {seed!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.seed = seed
         self.stateful = False
         self.batch_size = batch_size
@@ -341,7 +329,7 @@ def get_encoder(
     from probing.elmo.hub import REGISTRY
 
     if model not in REGISTRY:
-        raise ValueError(
+        raise InputError(
             f"model {model!r} is neither a folder with options.json and weights.hdf5 nor a known name "
             f"(glove, glove:PATH, random-elmo[:MODEL], {', '.join(REGISTRY)})"
         )

@@ -40,6 +40,9 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from probing._io import atomic_path
+from probing.errors import InputError
+from probing.results import RESULT_COLUMNS, headline_metrics, layer_sort_key, validate_results
+from probing.results import metric as metric_info
 
 __all__ = [
     "OKABE_ITO",
@@ -58,7 +61,6 @@ __all__ = [
     "save",
 ]
 
-RESULT_COLUMNS = ("task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed")
 WEIGHT_COLUMNS = ("task", "encoder", "layer", "weight")
 PER_TAG_COLUMNS = ("task", "encoder", "layer", "tag", "n", "accuracy")
 
@@ -77,14 +79,6 @@ _SERIES_COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", 
 _MARKERS = ["o", "s", "^", "D", "v", "P"]
 _BASELINE_STYLES = [(0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 3)), (0, (8, 3)), (0, (2, 3))]
 
-_FRACTION_METRICS = {"accuracy", "f1", "control-accuracy"}
-_DIFFERENCE_METRICS = {"selectivity"}
-_METRIC_LABELS = {
-    "accuracy": "accuracy (%)",
-    "f1": "F1 (%)",
-    "control-accuracy": "control-task accuracy (%)",
-    "selectivity": "selectivity (percentage points)",
-}
 _PRETTY = {
     "elmo": "ELMo",
     "random-elmo": "random ELMo",
@@ -126,13 +120,6 @@ def _signed(v: float, plus: bool = True) -> str:
     return (f"{v:+.1f}" if plus else f"{v:.1f}").replace("-", "\u2212")
 
 
-def layer_sort_key(layer: str) -> tuple[int, float, str]:
-    """Order layers as 0, 1, 2, ..., mix, concat, then any other name alphabetically."""
-    if layer.isdigit():
-        return (0, int(layer), "")
-    return (1 if layer == "mix" else 2 if layer == "concat" else 3, 0.0, layer)
-
-
 def split_layer(encoder: str, layer: str) -> tuple[str, str] | None:
     """``(series, layer)`` for a per-layer row, ``None`` for a baseline row (see module docstring)."""
     if _LAYER_RE.match(layer):
@@ -148,40 +135,13 @@ def _check_columns(df: pd.DataFrame, required: Iterable[str], what: str) -> None
         raise TypeError(f"{what}: expected a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise ValueError(f"{what}: missing column(s) {missing}; expected columns {list(required)}")
+        raise InputError(f"{what}: missing column(s) {missing}; expected columns {list(required)}")
 
 
 def _check_results(results: pd.DataFrame) -> pd.DataFrame:
-    """Validate the results contract and return a copy with string keys and float values."""
+    """Validate the results contract (:func:`probing.results.validate_results`) and return a typed copy."""
     _check_columns(results, RESULT_COLUMNS, "results")
-    df = results.copy()
-    for col in ("task", "dataset", "split", "encoder", "layer", "metric"):
-        if df[col].isna().any():
-            raise ValueError(f"results: column {col!r} has missing values (row {int(df[col].isna().idxmax())})")
-        df[col] = df[col].astype(str)
-    for col in ("value", "ci_low", "ci_high"):
-        df[col] = pd.to_numeric(df[col], errors="raise").astype(float)
-    if df["value"].isna().any():
-        raise ValueError(f"results: column 'value' has missing values (row {int(df['value'].isna().idxmax())})")
-    for metric, lo, hi in (("fraction", 0.0, 1.0), ("difference", -1.0, 1.0)):
-        names = _FRACTION_METRICS if metric == "fraction" else _DIFFERENCE_METRICS
-        rows = df[df["metric"].isin(names)]
-        bad = rows[(rows["value"] < lo - 1e-9) | (rows["value"] > hi + 1e-9)]
-        if len(bad):
-            r = bad.iloc[0]
-            raise ValueError(
-                f"results: {r['metric']} value {r['value']} (task {r['task']!r}, encoder {r['encoder']!r}, "
-                f"layer {r['layer']!r}) outside [{lo:g}, {hi:g}]; scores are fractions, not percent"
-            )
-    has_ci = df["ci_low"].notna() & df["ci_high"].notna()
-    bad = df[has_ci & ((df["ci_low"] > df["value"] + 1e-9) | (df["ci_high"] < df["value"] - 1e-9))]
-    if len(bad):
-        r = bad.iloc[0]
-        raise ValueError(
-            f"results: CI [{r['ci_low']}, {r['ci_high']}] does not contain value {r['value']} "
-            f"(task {r['task']!r}, encoder {r['encoder']!r}, layer {r['layer']!r}, metric {r['metric']!r})"
-        )
-    return df
+    return validate_results(results)
 
 
 _KEYS = ["task", "dataset", "split", "encoder", "layer", "metric"]
@@ -199,7 +159,7 @@ def aggregate(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     dup = df.assign(_seed=seed_key).duplicated(subset=_KEYS + ["_seed"], keep=False)
     if dup.any():
         r = df[dup].iloc[0]
-        raise ValueError(
+        raise InputError(
             "results: duplicate rows for "
             + ", ".join(f"{k}={r[k]!r}" for k in _KEYS + ["seed"])
             + "; each key and seed must appear once"
@@ -217,16 +177,13 @@ def aggregate(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_KEYS + ["value", "ci_low", "ci_high", "n_seeds"])
 
 
-def default_metric(results: pd.DataFrame, task: str) -> str:
-    """The headline metric of ``task``: F1 for WSD tasks (``wsd*``), accuracy otherwise, if present."""
-    metrics = set(results.loc[results["task"].astype(str) == task, "metric"].astype(str))
-    if not metrics:
-        raise ValueError(f"task {task!r} not in results; available tasks: {_names(results['task'])}")
-    order = ("f1", "accuracy") if task.startswith("wsd") else ("accuracy", "f1")
-    for m in order:
-        if m in metrics:
-            return m
-    raise ValueError(f"task {task!r} has neither 'accuracy' nor 'f1' rows; metrics present: {sorted(metrics)}")
+def default_metric(results: pd.DataFrame, task: str, headlines: Mapping[str, str] | None = None) -> str:
+    """The headline metric of ``task`` (:func:`probing.results.headline_metrics`; ``headlines``, e.g. from a
+    run's provenance, takes precedence)."""
+    sub = results[results["task"].astype(str) == task]
+    if sub.empty:
+        raise InputError(f"task {task!r} not in results; available tasks: {_names(results['task'])}")
+    return headline_metrics(sub, headlines)[task]
 
 
 def _names(values: Iterable) -> str:
@@ -239,33 +196,33 @@ def _select(
     """Rows of one task/dataset/split (and metric if given); raise naming what is missing or ambiguous."""
     sub = agg[agg["task"] == task]
     if sub.empty:
-        raise ValueError(f"task {task!r} not in results; available tasks: {_names(agg['task'])}")
+        raise InputError(f"task {task!r} not in results; available tasks: {_names(agg['task'])}")
     if dataset is None:
         datasets = sorted(set(sub["dataset"]))
         if len(datasets) > 1:
-            raise ValueError(f"task {task!r} has several datasets ({', '.join(datasets)}); pass dataset=")
+            raise InputError(f"task {task!r} has several datasets ({', '.join(datasets)}); pass dataset=")
         dataset = datasets[0]
     elif dataset not in set(sub["dataset"]):
-        raise ValueError(f"task {task!r} has no dataset {dataset!r}; available: {_names(sub['dataset'])}")
+        raise InputError(f"task {task!r} has no dataset {dataset!r}; available: {_names(sub['dataset'])}")
     sub = sub[sub["dataset"] == dataset]
     if split is None:
         splits = sorted(set(sub["split"]))
         split = "test" if "test" in splits else splits[0] if len(splits) == 1 else None
         if split is None:
-            raise ValueError(f"task {task!r}/{dataset!r} has several splits ({', '.join(splits)}); pass split=")
+            raise InputError(f"task {task!r}/{dataset!r} has several splits ({', '.join(splits)}); pass split=")
     elif split not in set(sub["split"]):
-        raise ValueError(f"task {task!r}/{dataset!r} has no split {split!r}; available: {_names(sub['split'])}")
+        raise InputError(f"task {task!r}/{dataset!r} has no split {split!r}; available: {_names(sub['split'])}")
     sub = sub[sub["split"] == split]
     if metric is not None:
         if metric not in set(sub["metric"]):
-            raise ValueError(
+            raise InputError(
                 f"task {task!r} ({dataset}/{split}) has no metric {metric!r}; available: {_names(sub['metric'])}"
             )
     return sub, dataset, split
 
 
-def _scale(metric: str) -> float:
-    return 100.0 if metric in _FRACTION_METRICS | _DIFFERENCE_METRICS else 1.0
+def _scale(name: str) -> float:
+    return metric_info(name).scale
 
 
 def _series_and_baselines(rows: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], list[tuple[str, float]]]:
@@ -284,7 +241,7 @@ def _series_and_baselines(rows: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], 
         dup = df[df["layer"].duplicated(keep=False)]
         if len(dup):
             rows_txt = " and ".join(f"encoder {e!r}, layer {r!r}" for e, r in zip(dup["encoder"], dup["raw"]))
-            raise ValueError(
+            raise InputError(
                 f"series {name!r} has two results for layer {dup['layer'].iloc[0]!r}: rows with {rows_txt}"
             )
         df = df.drop(columns=["encoder", "raw"])
@@ -324,7 +281,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     scale = _scale(metric)
     series, baselines = _series_and_baselines(rows)
     if not series:
-        raise ValueError(
+        raise InputError(
             f"no per-layer results for metric {metric!r}: every row is a baseline (layers: {_names(rows['layer'])})"
         )
     layers = sorted({lay for df in series.values() for lay in df["layer"]}, key=layer_sort_key)
@@ -412,7 +369,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
                 annotation_clip=False,
             )
     ax.set_xlabel("layer (0 = context-free token layer)")
-    ax.set_ylabel(_METRIC_LABELS.get(metric, metric))
+    ax.set_ylabel(metric_info(metric).label)
     ax.legend(handles=handles, loc="best", frameon=True, framealpha=0.9, edgecolor="0.8")
 
 
@@ -447,7 +404,7 @@ def layer_scores(
         fig = _new_figure(6.4, 4.2)
         ax = fig.add_subplot()
         _draw_layer_scores(ax, rows[rows["metric"] == metric], metric, clip_baselines)
-        ax.set_title(f"{_title(task, dataset, split)}: {_METRIC_LABELS.get(metric, metric).split(' (')[0]} per layer")
+        ax.set_title(f"{_title(task, dataset, split)}: {metric_info(metric).label.split(' (')[0]} per layer")
     return fig
 
 
@@ -461,7 +418,7 @@ def selectivity(results: pd.DataFrame, task: str, *, dataset: str | None = None,
     rows, dataset, split = _select(agg, task, None, dataset, split)
     for need in ("accuracy", "control-accuracy"):
         if need not in set(rows["metric"]):
-            raise ValueError(
+            raise InputError(
                 f"task {task!r} ({dataset}/{split}) has no {need!r} rows, needed for the selectivity figure; "
                 f"metrics present: {_names(rows['metric'])}"
             )
@@ -481,7 +438,7 @@ def selectivity(results: pd.DataFrame, task: str, *, dataset: str | None = None,
     }
     panels = {name: layers for name, layers in panels.items() if layers}
     if not panels:
-        raise ValueError(f"task {task!r} ({dataset}/{split}): no layer has both 'accuracy' and 'control-accuracy' rows")
+        raise InputError(f"task {task!r} ({dataset}/{split}): no layer has both 'accuracy' and 'control-accuracy' rows")
     with matplotlib.rc_context(_STYLE):
         fig = _new_figure(max(5.0, 3.4 * len(panels)), 4.4)
         axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
@@ -555,16 +512,16 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
         df["seed"] = 0
     df["seed"] = df["seed"].astype(str)
     if df.empty:
-        raise ValueError("scalar-mix weights: the table is empty")
+        raise InputError("scalar-mix weights: the table is empty")
     if (df["weight"] < 0).any() or df["weight"].isna().any():
         r = df[(df["weight"] < 0) | df["weight"].isna()].iloc[0]
-        raise ValueError(
+        raise InputError(
             f"scalar-mix weights: weight {r['weight']} (task {r['task']!r}, layer {r['layer']!r}) "
             "must be a non-negative softmax-normalised weight"
         )
     if df.duplicated(subset=["task", "encoder", "layer", "seed"]).any():
         r = df[df.duplicated(subset=["task", "encoder", "layer", "seed"])].iloc[0]
-        raise ValueError(
+        raise InputError(
             f"scalar-mix weights: duplicate row for task {r['task']!r}, encoder {r['encoder']!r}, "
             f"layer {r['layer']!r}, seed {r['seed']!r}"
         )
@@ -572,7 +529,7 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
     bad = sums[(sums - 1).abs() > 1e-3]
     if len(bad):
         (task, enc, seed), s = bad.index[0], bad.iloc[0]
-        raise ValueError(
+        raise InputError(
             f"scalar-mix weights of task {task!r}, encoder {enc!r}, seed {seed!r} sum to {s:.4f}, "
             "expected 1 (softmax-normalised s_j, not raw parameters)"
         )
@@ -644,13 +601,13 @@ def _check_per_tag(per_tag: pd.DataFrame) -> pd.DataFrame:
     bad = df[(df["accuracy"] < 0) | (df["accuracy"] > 1) | df["accuracy"].isna()]
     if len(bad):
         r = bad.iloc[0]
-        raise ValueError(
+        raise InputError(
             f"per-tag accuracy: accuracy {r['accuracy']} (tag {r['tag']!r}, layer {r['layer']!r}) "
             "outside [0, 1]; expected a fraction"
         )
     if (df["n"] <= 0).any():
         r = df[df["n"] <= 0].iloc[0]
-        raise ValueError(f"per-tag accuracy: n = {r['n']} for tag {r['tag']!r}; expected a positive token count")
+        raise InputError(f"per-tag accuracy: n = {r['n']} for tag {r['tag']!r}; expected a positive token count")
     if "seed" not in df.columns:
         df["seed"] = 0
     df["seed"] = df["seed"].astype(str)
@@ -674,20 +631,20 @@ def tag_gains(
     ``min_n`` tokens are left out.
     """
     if top < 1:
-        raise ValueError(f"top must be at least 1, got {top}")
+        raise InputError(f"top must be at least 1, got {top}")
     df = _check_per_tag(per_tag)
     df = df[df["task"] == task]
     if df.empty:
-        raise ValueError(f"task {task!r} not in the per-tag table; available tasks: {_names(per_tag['task'])}")
+        raise InputError(f"task {task!r} not in the per-tag table; available tasks: {_names(per_tag['task'])}")
     if encoder is None:
         encs = sorted(set(df["encoder"]))
         if len(encs) > 1:
-            raise ValueError(
+            raise InputError(
                 f"task {task!r} has per-tag results for several encoders ({', '.join(encs)}); pass encoder="
             )
         encoder = encs[0]
     elif encoder not in set(df["encoder"]):
-        raise ValueError(
+        raise InputError(
             f"task {task!r} has no per-tag results for encoder {encoder!r}; available: {_names(df['encoder'])}"
         )
     df = df[df["encoder"] == encoder]
@@ -695,18 +652,18 @@ def tag_gains(
     for lay in (from_layer, to_layer):
         sub = df[df["layer"] == str(lay)]
         if sub.empty:
-            raise ValueError(
+            raise InputError(
                 f"task {task!r}, encoder {encoder!r}: no per-tag results for layer {lay!r}; "
                 f"available layers: {_names(df['layer'])}"
             )
         if sub.duplicated(subset=["tag", "seed"]).any():
             tag = sub.loc[sub.duplicated(subset=["tag", "seed"]), "tag"].iloc[0]
-            raise ValueError(f"task {task!r}, layer {lay!r}: tag {tag!r} appears twice for one seed")
+            raise InputError(f"task {task!r}, layer {lay!r}: tag {tag!r} appears twice for one seed")
         per_layer[lay] = sub.groupby("tag").agg(n=("n", "first"), n_max=("n", "max"), accuracy=("accuracy", "mean"))
     a, b = per_layer[from_layer], per_layer[to_layer]
     if set(a.index) != set(b.index):
         diff = sorted(set(a.index) ^ set(b.index))
-        raise ValueError(
+        raise InputError(
             f"task {task!r}: layers {from_layer!r} and {to_layer!r} were scored on different tag "
             f"sets (only in one: {', '.join(diff[:10])}); they must share the evaluation set"
         )
@@ -714,14 +671,14 @@ def tag_gains(
     mismatch = (a["n"] != b["n"]) | (a["n"] != a["n_max"]) | (b["n"] != b["n_max"])
     if mismatch.any():
         tag = a.index[mismatch.to_numpy()][0]
-        raise ValueError(
+        raise InputError(
             f"task {task!r}: tag {tag!r} has different token counts n across layers or seeds; "
             "they must share the evaluation set"
         )
     table = pd.DataFrame({"n": a["n"], "gain": (b["accuracy"] - a["accuracy"]) * 100})
     table = table[table["n"] >= min_n]
     if table.empty:
-        raise ValueError(f"task {task!r}: no tag has at least min_n={min_n} tokens")
+        raise InputError(f"task {task!r}: no tag has at least min_n={min_n} tokens")
     table = table.sort_values(["gain", "n"], ascending=[False, False]).head(top)
     with matplotlib.rc_context({**_STYLE, "axes.grid.axis": "x"}):
         fig = _new_figure(6.4, 1.2 + 0.3 * len(table))
@@ -752,23 +709,25 @@ def overview(
 ) -> Figure:
     """Side-by-side layer plots for the README: by default one POS task and one WSD task.
 
-    Without ``tasks`` it picks the first of ``ptb``, ``upos``, ``xpos`` and the first task starting with
-    ``wsd`` that are present (at least one must be); named ``tasks`` must all be present.
+    Without ``tasks`` it picks the first of ``ptb``, ``upos``, ``xpos`` and the first task (by name) whose
+    headline metric is F1, i.e. a word-sense task, that are present (at least one must be); named ``tasks``
+    must all be present.
     """
     agg = aggregate(results)
     present = list(dict.fromkeys(agg["task"]))
     if tasks is None:
         pos = next((t for t in POS_TASKS if t in present), None)
-        wsd = next((t for t in sorted(present) if t.startswith("wsd")), None)
+        heads = headline_metrics(agg)
+        wsd = next((t for t in sorted(present) if heads[t] == "f1"), None)
         tasks = [t for t in (pos, wsd) if t]
         if not tasks:
-            raise ValueError(
-                f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (wsd*); "
+            raise InputError(
+                f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (F1 rows); "
                 f"results have: {', '.join(present) or '(none)'}"
             )
     missing = [t for t in tasks if t not in present]
     if missing:
-        raise ValueError(f"overview: task(s) {missing} not in results; available tasks: {', '.join(present)}")
+        raise InputError(f"overview: task(s) {missing} not in results; available tasks: {', '.join(present)}")
     datasets = dict(datasets or {})
     with matplotlib.rc_context(_STYLE):
         fig = _new_figure(5.6 * len(tasks), 4.2)
@@ -791,12 +750,12 @@ def save(
 ) -> dict[str, Path]:
     """Write ``fig`` as ``out_dir/name.<fmt>`` for each format, atomically; returns ``{fmt: path}``."""
     if not name or Path(name).name != name or name.startswith("."):
-        raise ValueError(f"figure name {name!r} must be a plain file stem without directories")
+        raise InputError(f"figure name {name!r} must be a plain file stem without directories")
     unknown = [f for f in formats if f not in _FORMATS]
     if unknown or not formats:
-        raise ValueError(f"unsupported figure format(s) {unknown or '(none)'}; choose from {sorted(_FORMATS)}")
+        raise InputError(f"unsupported figure format(s) {unknown or '(none)'}; choose from {sorted(_FORMATS)}")
     if dpi < 72:
-        raise ValueError(f"dpi={dpi} is too low for a figure meant for print (use >= 200)")
+        raise InputError(f"dpi={dpi} is too low for a figure meant for print (use >= 200)")
     out = {}
     with matplotlib.rc_context(_STYLE):
         for fmt in formats:

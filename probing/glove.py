@@ -32,6 +32,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from probing._io import atomic_open, atomic_path, sha256_file
+from probing.errors import InputError, ProbingError
 from probing.paths import cache_dir as _cache_root
 
 GLOVE_6B_50D = "glove-6b-50d"
@@ -40,18 +41,18 @@ _BLOCK_LINES = 8192
 _FORMAT_VERSION = 1
 
 
-class VectorsFormatError(ValueError):
+class VectorsFormatError(ProbingError, ValueError):
     """A vectors file is malformed; the message names the file and line."""
 
 
-class UnknownWordError(KeyError):
+class UnknownWordError(ProbingError, KeyError):
     """A word is not in the vocabulary (``KeyError`` so ``dict``-style code can catch it)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 
-class MissingDependencyError(ImportError):
+class MissingDependencyError(ProbingError, ImportError):
     """An optional package needed for this source is not installed."""
 
 
@@ -73,7 +74,7 @@ class Vectors:
         meta: dict | None = None,
     ) -> None:
         if matrix.ndim != 2 or matrix.shape[0] != len(words):
-            raise ValueError(f"{name}: matrix shape {matrix.shape} does not match {len(words)} vocabulary words")
+            raise InputError(f"{name}: matrix shape {matrix.shape} does not match {len(words)} vocabulary words")
         self.matrix = matrix
         self.vocab: list[str] = list(words)
         self.lowercase = bool(lowercase)

@@ -23,8 +23,9 @@ from matplotlib.figure import Figure
 import probing
 from probing import figures as fg
 from probing._io import atomic_open
-from probing.figures import aggregate, default_metric, layer_sort_key, split_layer
-from probing.results import read_provenance, read_results
+from probing.errors import InputError
+from probing.figures import aggregate, default_metric, split_layer
+from probing.results import layer_sort_key, metric, read_provenance, read_results, read_side_table
 
 __all__ = ["FIGURE_NOTES", "build_report", "draw_figures", "summary_table", "write_report"]
 
@@ -62,7 +63,6 @@ FIGURE_NOTES = {
     ),
 }
 
-_PERCENT_METRICS = {"accuracy", "f1", "control-accuracy", "selectivity"}
 _MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 _HEX_RE = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
 
@@ -110,10 +110,10 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _pct(metric: str, v: float) -> str:
+def _pct(name: str, v: float) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
-    return f"{v * 100:.1f}" if metric in _PERCENT_METRICS else f"{v:.4g}"
+    return metric(name).format(v)
 
 
 def summary_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -126,11 +126,11 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
     """
     agg = aggregate(results)
     if agg.empty:
-        raise ValueError("results: the table is empty; nothing to summarise")
+        raise InputError("results: the table is empty; nothing to summarise")
     out = []
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
-        metric = default_metric(g, task)
-        rows = g[g["metric"] == metric]
+        headline = default_metric(g, task)
+        rows = g[g["metric"] == headline]
         series: dict[str, list] = {}
         baselines = []
         for r in rows.itertuples(index=False):
@@ -142,7 +142,7 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
         names = [b[0] for b in baselines]
         base_txt = (
             "; ".join(
-                f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(metric, v)}"
+                f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(headline, v)}"
                 for lay, enc, v in sorted(baselines, key=lambda b: -b[2])
             )
             or "—"
@@ -160,13 +160,13 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
                     "task": task,
                     "dataset": dataset,
                     "split": split,
-                    "metric": metric,
+                    "metric": headline,
                     "encoder": name,
                     "best layer": best_layer,
-                    "score": _pct(metric, best.value),
+                    "score": _pct(headline, best.value),
                     "95% CI": "—"
                     if math.isnan(best.ci_low) or math.isnan(best.ci_high)
-                    else f"[{_pct(metric, best.ci_low)}, {_pct(metric, best.ci_high)}]",
+                    else f"[{_pct(headline, best.ci_low)}, {_pct(headline, best.ci_high)}]",
                     "seeds": int(best.n_seeds),
                     "selectivity": _pct("selectivity", sel[(name, best_layer)]) if (name, best_layer) in sel else "—",
                     "baselines": base_txt,
@@ -178,7 +178,7 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
                     "task": task,
                     "dataset": dataset,
                     "split": split,
-                    "metric": metric,
+                    "metric": headline,
                     "encoder": "—",
                     "best layer": "—",
                     "score": "—",
@@ -249,12 +249,12 @@ def _figure_html(name: str, path: Path, note: str | None) -> str:
         raise FileNotFoundError(f"figure {name!r}: file {path} does not exist")
     mime = _MIME.get(path.suffix.lower())
     if mime is None:
-        raise ValueError(f"figure {name!r}: {path} is not a .png or .svg file (only those can be embedded)")
+        raise InputError(f"figure {name!r}: {path} is not a .png or .svg file (only those can be embedded)")
     raw = path.read_bytes()
     try:
         width = _png_css_width(raw) if mime == "image/png" else None
     except ValueError as exc:
-        raise ValueError(f"figure {name!r}: {path}: {exc}") from None
+        raise InputError(f"figure {name!r}: {path}: {exc}") from None
     size = f' style="width: {width:.0f}px"' if width else ""
     data = base64.b64encode(raw).decode("ascii")
     caption = f"<strong>{_e(name)}</strong>"
@@ -272,7 +272,7 @@ def _png_css_width(raw: bytes) -> float | None:
     A 200-dpi figure would otherwise show at twice its physical size; None when the PNG has no pHYs.
     """
     if raw[:8] != b"\x89PNG\r\n\x1a\n" or raw[12:16] != b"IHDR":
-        raise ValueError("not a PNG file (bad signature)")
+        raise InputError("not a PNG file (bad signature)")
     width_px = int.from_bytes(raw[16:20], "big")
     pos = 8
     while pos + 8 <= len(raw):
@@ -379,7 +379,7 @@ def write_report(
         "</body></html>",
     ]
     if not filename or Path(filename).name != filename:
-        raise ValueError(f"filename {filename!r} must be a plain file name without directories")
+        raise InputError(f"filename {filename!r} must be a plain file name without directories")
     path = Path(out_dir) / filename
     with atomic_open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(parts) + "\n")
@@ -452,21 +452,14 @@ def build_report(
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     results = read_results(results_dir)
     provenance = read_provenance(results_dir)
-    mix = _side_table(results_dir / "mix_weights.csv", ("task", "dataset", "encoder", "layer"))
-    per_tag = _side_table(results_dir / "per_tag.csv", ("task", "dataset", "split", "encoder", "layer", "tag"))
+    mix = read_side_table(results_dir, "mix_weights")
+    per_tag = read_side_table(results_dir, "per_tag")
     out = Path(out) if out is not None else results_dir / "report.html"
     figures_dir = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     embed = "png" if "png" in formats else "svg"
     if embed not in formats:
-        raise ValueError(f"formats must include png or svg (the report embeds one of them), got {formats}")
+        raise InputError(f"formats must include png or svg (the report embeds one of them), got {formats}")
     files = {}
     for name, fig in draw_figures(results, mix, per_tag).items():
         files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
     return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)
-
-
-def _side_table(path: Path, text_columns: tuple[str, ...]) -> pd.DataFrame | None:
-    """A side table of a run (mix weights, per-tag accuracy), key columns kept as text; None if absent."""
-    if not path.is_file():
-        return None
-    return pd.read_csv(path, dtype={c: str for c in text_columns}, keep_default_na=False)

@@ -17,6 +17,7 @@ include satellites, as in WordNet's own sense numbering.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import textwrap
 from abc import ABC, abstractmethod
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from probing.errors import InputError, ProbingError
 from probing.paths import resources_dir
 
 BUNDLED_PATH = resources_dir() / "wordnet" / "senses.tsv.gz"
@@ -46,7 +48,7 @@ LEXNAMES = (
 ).split()
 
 
-class WordNetLookupError(LookupError):
+class WordNetLookupError(ProbingError, LookupError):
     """A lemma or sense key that the inventory does not hold."""
 
     def __str__(self) -> str:
@@ -70,7 +72,7 @@ def normalize_pos(pos: str) -> str:
     try:
         return _POS[pos]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise InputError(
             f"part of speech {pos!r} is not a WordNet part of speech; expected one of "
             "NOUN, VERB, ADJ, ADV or n, v, a, s, r"
         ) from None
@@ -86,7 +88,7 @@ def parse_sense_key(key: str) -> tuple[str, str, int]:
     lemma, sep, rest = key.partition("%")
     fields = rest.split(":")
     if not sep or not lemma or len(fields) != 5 or fields[0] not in _SS_TYPE_POS or not fields[1].isdigit():
-        raise ValueError(
+        raise InputError(
             f"{key!r} is not a WordNet sense key; expected lemma%ss_type:lex_filenum:lex_id:head_word:head_id, "
             "e.g. 'play%2:33:00::'"
         )
@@ -114,6 +116,10 @@ class SenseInventory(ABC):
     @abstractmethod
     def provenance(self) -> dict:
         """Where the inventory comes from, for result files."""
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """A digest of what the inventory answers: cached results keyed by it follow a change of WordNet."""
 
     def senses(self, lemma: str, pos: str) -> list[str]:
         """Sense keys of ``lemma`` as ``pos``, ordered by WordNet sense number (first = most frequent)."""
@@ -186,12 +192,13 @@ class NltkInventory(SenseInventory):
         self._by_lemma: dict[tuple[str, str], list[str]] | None = None
         self._sense_number: dict[str, int] = {}
         self._wn = None
+        self._fingerprint: str | None = None
 
     def _check_version(self) -> None:
         with self.root.join("data.adj").open() as f:
             head = f.read(4096).decode("utf-8", "replace")
         if "WordNet 3.0 Copyright" not in head:
-            raise ValueError(f"{self.root}: data.adj is not WordNet 3.0 (sense keys here are WordNet 3.0 keys)")
+            raise InputError(f"{self.root}: data.adj is not WordNet 3.0 (sense keys here are WordNet 3.0 keys)")
 
     def _index(self) -> dict[tuple[str, str], list[str]]:
         if self._by_lemma is None:
@@ -235,6 +242,16 @@ class NltkInventory(SenseInventory):
     def provenance(self) -> dict:
         return {"inventory": "nltk", "wordnet": "3.0", "root": str(self.root)}
 
+    def fingerprint(self) -> str:
+        """sha256 of ``index.sense``, which fixes every lemma's senses, their order and their keys."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            with self.root.join("index.sense").open() as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
 
 def _read_index_sense(raw: io.BufferedIOBase, where: str) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
     """Parse WordNet's ``index.sense`` (``key offset sense_number tag_cnt`` per line)."""
@@ -247,7 +264,7 @@ def _read_index_sense(raw: io.BufferedIOBase, where: str) -> tuple[dict[tuple[st
                 key, number = fields[0], int(fields[2])
                 lemma, pos, _ = parse_sense_key(key)
             except (IndexError, ValueError) as e:
-                raise ValueError(
+                raise InputError(
                     f"{where}/index.sense line {lineno}: expected 'key offset sense_number tag_cnt' ({e})"
                 ) from None
             numbered.setdefault((lemma, pos), []).append((number, key))
@@ -273,13 +290,13 @@ class BundledInventory(SenseInventory):
             with gzip.open(self.path, "rt", encoding="utf-8") as f:
                 self._load(f)
         except (OSError, EOFError, UnicodeDecodeError) as e:
-            raise ValueError(f"{self.path}: not a readable gzip-compressed UTF-8 table ({e})") from None
+            raise InputError(f"{self.path}: not a readable gzip-compressed UTF-8 table ({e})") from None
 
     def _load(self, lines: Iterable[str]) -> None:
         lines = iter(lines)
         header = next(lines, "").rstrip("\n").split("\t")
         if tuple(header) != BUNDLED_COLUMNS:
-            raise ValueError(f"{self.path} line 1: expected the header {BUNDLED_COLUMNS}, got {tuple(header)}")
+            raise InputError(f"{self.path} line 1: expected the header {BUNDLED_COLUMNS}, got {tuple(header)}")
         for lineno, line in enumerate(lines, 2):
             fields = line.rstrip("\n").split("\t")
             try:
@@ -287,13 +304,13 @@ class BundledInventory(SenseInventory):
                 lemma, pos, _ = parse_sense_key(key)
                 info = SenseInfo(key, lemma, pos, int(number), synset, lexname, gloss)
             except ValueError as e:
-                raise ValueError(
+                raise InputError(
                     f"{self.path} line {lineno}: expected {len(BUNDLED_COLUMNS)} tab-separated fields "
                     f"{BUNDLED_COLUMNS} ({e})"
                 ) from None
             keys = self._by_lemma.setdefault((lemma, pos), [])
             if info.sense_number != len(keys) + 1:
-                raise ValueError(
+                raise InputError(
                     f"{self.path} line {lineno}: {key} has sense number {number}, expected {len(keys) + 1} "
                     "(rows must list every sense of a lemma in WordNet order)"
                 )
@@ -318,6 +335,12 @@ class BundledInventory(SenseInventory):
     def __len__(self) -> int:
         return len(self._info)
 
+    def fingerprint(self) -> str:
+        """sha256 of the bundled table file."""
+        from probing._io import sha256_file
+
+        return sha256_file(self.path)
+
     def provenance(self) -> dict:
         return {
             "inventory": "bundled",
@@ -339,7 +362,7 @@ def inventory(kind: str = "auto") -> SenseInventory:
     if kind == "auto":
         kind = "nltk" if nltk_wordnet_root() is not None else "bundled"
     if kind not in ("nltk", "bundled"):
-        raise ValueError(f"inventory kind {kind!r} is not one of 'auto', 'nltk', 'bundled'")
+        raise InputError(f"inventory kind {kind!r} is not one of 'auto', 'nltk', 'bundled'")
     if kind not in _CACHE:
         _CACHE[kind] = NltkInventory() if kind == "nltk" else BundledInventory()
     return _CACHE[kind]

@@ -207,8 +207,8 @@ def test_results_object(setup):
     assert summary.loc[("upos", "demo-ud", "test", "elmo"), "1"] == round(row.value.item() * 100, 1)
     assert list(summary.columns[:5]) == ["0", "1", "2", "mix", "concat"]
     assert "<table" in res._repr_html_()
-    assert set(res.stores) >= {"elmo/demo-ud:train", "glove/demo-semcor:test"}
-    assert res.stores["elmo/demo-ud:test"].n_sentences == N
+    assert set(res.stores) >= {("elmo", "demo-ud", "train"), ("glove", "demo-semcor", "test")}
+    assert res.store("elmo", "demo-ud", "test").n_sentences == N
 
 
 def test_second_run_is_a_cache_hit_and_builds_no_model(setup, monkeypatch):
@@ -239,8 +239,12 @@ def test_an_interrupted_run_resumes_from_its_finished_jobs(setup, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    with monkeypatch.context() as m:
-        m.setattr(experiment, "wsd_1nn", interrupted)  # the 4th job (after 3 upos jobs) is interrupted
+    from dataclasses import replace
+
+    from probing.tasks import TASK_KINDS
+
+    with monkeypatch.context() as m:  # the 4th job (after 3 upos jobs) is interrupted
+        m.setitem(TASK_KINDS, "wsd-1nn", replace(TASK_KINDS["wsd-1nn"], run=interrupted))
         with pytest.raises(KeyboardInterrupt):
             run_experiment(exp, root / "out3", progress=False)
     assert len(list(jobs.glob("*.json"))) == 3

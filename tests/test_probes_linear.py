@@ -15,15 +15,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from probing.probes.linear import (
-    LinearProbe,
-    ScalarMixProbe,
-    _linear_objective,
-    _mix_objective,
-    concat_layers,
-    select_l2,
-    select_mix_l2,
-)
+from probing.probes.linear import LinearProbe, concat_layers, select_l2
+from probing.probes.mix import ScalarMixProbe, select_mix_l2
+from probing.probes.solver import _linear_objective, _mix_objective
 
 
 def objective(X, y_idx, coef, intercept, C):
@@ -296,8 +290,14 @@ def test_scalar_mix_input_forms_and_errors():
     assert np.array_equal(a.predict(layers), a.predict(stacked))
     with pytest.raises(ValueError, match="layer 1 has shape"):
         ScalarMixProbe().fit([layers[0], layers[1][:, :3]], y)
+    # a 2-D array is read as side-by-side layers (n_layers column blocks): the same probe as the list
+    side = ScalarMixProbe(n_layers=3).fit(np.concatenate(layers, axis=1), y)
+    np.testing.assert_allclose(side.coef_, a.coef_, rtol=1e-6, atol=1e-9)
+    assert side.n_features_in_ == 3 * layers[0].shape[1] and side.dim_ == layers[0].shape[1]
+    with pytest.raises(ValueError, match="do not split into n_layers=3"):
+        ScalarMixProbe(n_layers=3).fit(np.concatenate(layers, axis=1)[:, :-1], y)
     with pytest.raises(ValueError, match=r"shape \(n_samples, n_layers, dim\)"):
-        ScalarMixProbe().fit(layers[0], y)
+        ScalarMixProbe().fit(stacked[..., None], y)
     with pytest.raises(ValueError, match="fit on 3 layers"):
         a.predict(layers[:2])
 

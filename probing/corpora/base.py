@@ -13,12 +13,14 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from probing.errors import InputError, ProbingError
+
 ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids")
 TOKEN_COLUMNS = ("sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id")
 FINGERPRINT_VERSION = "probing-corpus/1"
 
 
-class CorpusFormatError(ValueError):
+class CorpusFormatError(ProbingError, ValueError):
     """A corpus file breaks its format; the message names the file, the line or sentence, and the rule."""
 
 
@@ -42,19 +44,19 @@ class Sentence:
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"sentence id must be a non-empty string, got {self.id!r}")
+            raise InputError(f"sentence id must be a non-empty string, got {self.id!r}")
         if not isinstance(self.doc_id, str):
-            raise ValueError(f"sentence {self.id!r}: doc_id must be a string, got {self.doc_id!r}")
+            raise InputError(f"sentence {self.id!r}: doc_id must be a string, got {self.doc_id!r}")
         if not self.words:
-            raise ValueError(f"sentence {self.id!r} has no words")
+            raise InputError(f"sentence {self.id!r} has no words")
         for i, word in enumerate(self.words):
             if not isinstance(word, str) or not word.strip():
-                raise ValueError(f"sentence {self.id!r}: token {i} is empty ({word!r}); every token needs text")
+                raise InputError(f"sentence {self.id!r}: token {i} is empty ({word!r}); every token needs text")
         n = len(self.words)
         for field in ANNOTATIONS:
             values = getattr(self, field)
             if values is not None and len(values) != n:
-                raise ValueError(
+                raise InputError(
                     f"sentence {self.id!r}: {field} has {len(values)} items but words has {n}; "
                     "every annotation needs one item per word"
                 )
@@ -114,7 +116,7 @@ class Corpus:
     def head(self, n: int) -> Corpus:
         """The first ``n`` sentences, with the same name and split."""
         if n < 0:
-            raise ValueError(f"head(n) needs n >= 0, got {n}")
+            raise InputError(f"head(n) needs n >= 0, got {n}")
 
         def first() -> Iterator[Sentence]:
             it = iter(self)

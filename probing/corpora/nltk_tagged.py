@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probing.corpora.base import Corpus, Sentence, make_sentence
+from probing.errors import InputError
 from probing.paths import resources_dir
 
 
@@ -99,7 +100,7 @@ def open_reader(corpus: str, nltk_dir: str | Path):
     import nltk.data
 
     if corpus not in NLTK_CORPORA:
-        raise ValueError(f"unknown NLTK corpus {corpus!r}; expected one of {sorted(NLTK_CORPORA)}")
+        raise InputError(f"unknown NLTK corpus {corpus!r}; expected one of {sorted(NLTK_CORPORA)}")
     spec = NLTK_CORPORA[corpus]
     root_dir = str(Path(nltk_dir).expanduser().resolve())
     if root_dir not in nltk.data.path:

@@ -36,6 +36,7 @@ from probing.corpora.conllu import read_conllu
 from probing.corpora.nltk_tagged import has_corpus, read_nltk_tagged
 from probing.corpora.raganato import read_raganato
 from probing.corpora.text import read_text
+from probing.errors import InputError, ProbingError
 from probing.paths import cache_dir, data_dir, resources_dir
 
 UD_EWT_URL = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/{file}"
@@ -56,7 +57,7 @@ RAGANATO_SETS = ("semcor", "senseval2", "senseval3", "semeval2007", "semeval2013
 BUNDLED_NOTE = "nothing to get: it is bundled with probing"
 
 
-class DatasetNotFound(FileNotFoundError):
+class DatasetNotFound(ProbingError, FileNotFoundError):
     """A dataset is nowhere it was looked for; the message lists the places and the command that gets it."""
 
 
@@ -291,7 +292,7 @@ class TextDataset(Dataset):
         return "nothing to get: pass path= to a text file, one whitespace-tokenized sentence per line"
 
     def download(self):
-        raise ValueError(f"text: {self.get_command()}")
+        raise InputError(f"text: {self.get_command()}")
 
 
 def unpack_raganato(archive: Path, dest: Path) -> None:
@@ -431,7 +432,7 @@ DATASETS: dict[str, Dataset] = {
 
 def _dataset(name: str) -> Dataset:
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        raise InputError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
     return DATASETS[name]
 
 
@@ -443,10 +444,10 @@ def load(name: str, split: str | None = None, *, path: str | Path | None = None)
     ds = _dataset(name)
     if split is None:
         if "all" not in ds.splits and len(ds.splits) > 1:
-            raise ValueError(f"{name} has splits {', '.join(ds.splits)}: pass split=")
+            raise InputError(f"{name} has splits {', '.join(ds.splits)}: pass split=")
         split = "all" if "all" in ds.splits else ds.splits[0]
     elif split not in ds.splits and not isinstance(ds, TextDataset):
-        raise ValueError(f"{name} has no split {split!r}; its splits are {', '.join(ds.splits)}")
+        raise InputError(f"{name} has no split {split!r}; its splits are {', '.join(ds.splits)}")
     if path is not None:
         path = Path(path).expanduser()
         if path.is_file():

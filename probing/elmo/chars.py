@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from probing.errors import InputError
+
 BOS_CHAR = 256
 EOS_CHAR = 257
 BOW_CHAR = 258
@@ -44,7 +46,7 @@ def check_sentences(sentences: object) -> list[list[str]]:
             if not isinstance(tok, str):
                 raise TypeError(f"sentence {i}, token {j}: expected str, got {type(tok).__name__}")
             if tok == "":
-                raise ValueError(f"sentence {i}, token {j}: empty token (ELMo needs at least one character)")
+                raise InputError(f"sentence {i}, token {j}: empty token (ELMo needs at least one character)")
         out.append(list(sent))
     return out
 

@@ -28,6 +28,8 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from probing.errors import InputError
+
 from .chars import batch_char_ids, check_sentences
 from .model import BiLM, State
 from .options import ElmoOptions
@@ -100,7 +102,7 @@ class Elmo(nn.Module):
     def to_precision(self, precision: str) -> Elmo:
         """Switch the inference precision in place (``"fp32"`` or ``"bf16"``); returns ``self``."""
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+            raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self._precision = precision
         self._fingerprint = None
         self.bilm.clear_casts()

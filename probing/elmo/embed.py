@@ -18,13 +18,15 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
+from probing.errors import InputError, ProbingError
+
 from .._io import atomic_path
 from .elmo import Elmo
 
 LAYER_MODES = ("all", "top", "average")
 
 
-class EmbedInputError(ValueError):
+class EmbedInputError(ProbingError, ValueError):
     """The input file cannot be embedded (a blank line, bad UTF-8); the message names file and line."""
 
 
@@ -74,9 +76,9 @@ def embed_file(
     or an interrupt leaves no partial file.
     """
     if layers not in LAYER_MODES:
-        raise ValueError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
+        raise InputError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        raise InputError(f"batch_size must be at least 1, got {batch_size}")
     sentences = read_sentences(input_path)
     tokens = [s.split() for s in sentences]
     output_path = Path(output_path)

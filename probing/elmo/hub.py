@@ -16,6 +16,7 @@ import pandas as pd
 from probing import paths
 from probing.download import cache_path, fetch
 from probing.elmo.options import ElmoOptions
+from probing.errors import InputError, ProbingError
 
 S3 = "https://allennlp.s3.amazonaws.com/models/elmo"
 _CHAR_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
@@ -23,11 +24,11 @@ _ONE_BILLION = "1B Word Benchmark (~800M tokens of WMT 2011 news)"
 _FIVE_BILLION = "5.5B tokens (Wikipedia 1.9B + WMT 2008-2012 news crawl 3.6B)"
 
 
-class UnknownCheckpointError(ValueError):
+class UnknownCheckpointError(ProbingError, ValueError):
     """The name is not in the registry; the message lists the known names."""
 
 
-class ArchitectureMismatchError(ValueError):
+class ArchitectureMismatchError(ProbingError, ValueError):
     """A downloaded options.json does not describe the architecture its registry entry promises."""
 
 
@@ -51,7 +52,7 @@ class Checkpoint:
     def __post_init__(self) -> None:
         remote = self.options_url is not None and self.weights_url is not None
         if remote == (self.bundled is not None) or (self.options_url is None) != (self.weights_url is None):
-            raise ValueError(f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both")
+            raise InputError(f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both")
 
     @property
     def dim(self) -> int | None:
@@ -81,7 +82,7 @@ def _official(name: str, tag: str, description: str) -> Checkpoint:
     """An AllenNLP checkpoint; its architecture is read off the tag, e.g. ``2x1024_128_2048cnn_1xhighway``."""
     m = re.fullmatch(r"(\d+)x(\d+)_(\d+)_(\d+)cnn_(\d+)xhighway(?:_[\w.]+)?", tag)
     if m is None or int(m.group(4)) != sum(n for _, n in _CHAR_FILTERS):
-        raise ValueError(f"unexpected ELMo checkpoint tag {tag!r}")
+        raise InputError(f"unexpected ELMo checkpoint tag {tag!r}")
     n_layers, lstm_dim, projection_dim, _, n_highway = map(int, m.groups())
     architecture = ElmoOptions(
         char_embed_dim=16,

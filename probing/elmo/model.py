@@ -23,6 +23,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from probing.errors import InputError
+
 from .chars import PAD_CHAR
 from .options import ElmoOptions
 
@@ -282,10 +284,12 @@ def onednn_fp32_is_exact() -> bool:
     1.1-1.5x faster than the default MKL path on AVX-512 CPUs, and still float32 there; on CPUs
     with AMX the same switch lets oneDNN compute in bfloat16. So the route is taken only where
     /proc/cpuinfo lists no AMX flag and a probe GEMM keeps float32 accuracy. ``PROBING_ONEDNN_FP32=0``
-    turns it off.
+    turns it off; torch versions without the switch keep the default path.
     """
     if os.environ.get("PROBING_ONEDNN_FP32", "") == "0" or not torch.backends.mkldnn.is_available():
         return False
+    if not hasattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision"):
+        return False  # torch before the per-backend precision switches: keep the default MKL path
     flags = cpu_flags()
     if not flags or flags & _AMX_FLAGS:
         return False
@@ -426,7 +430,7 @@ class ScalarMix(nn.Module):
         super().__init__()
         init = torch.tensor(initial if initial is not None else [0.0] * n_layers, dtype=torch.float32)
         if init.numel() != n_layers:
-            raise ValueError(f"ScalarMix: {n_layers} layers but {init.numel()} initial weights")
+            raise InputError(f"ScalarMix: {n_layers} layers but {init.numel()} initial weights")
         self.scalars = nn.Parameter(init, requires_grad=trainable)
         self.gamma = nn.Parameter(torch.ones(()), requires_grad=trainable)
 
@@ -439,6 +443,6 @@ class ScalarMix(nn.Module):
         """``layers``: a tensor ``(n_layers, ...)`` or a list of equally shaped tensors."""
         stacked = torch.stack(list(layers)) if isinstance(layers, (list, tuple)) else layers
         if stacked.size(0) != self.scalars.numel():
-            raise ValueError(f"ScalarMix expects {self.scalars.numel()} layers, got {stacked.size(0)}")
+            raise InputError(f"ScalarMix expects {self.scalars.numel()} layers, got {stacked.size(0)}")
         w = self.weights.view(-1, *([1] * (stacked.dim() - 1)))
         return self.gamma * (w * stacked).sum(dim=0)

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probing.errors import ProbingError
 
-class OptionsError(ValueError):
+
+class OptionsError(ProbingError, ValueError):
     """options.json is missing a key or has a value of the wrong kind."""
 
 

@@ -9,6 +9,8 @@ import h5py
 import numpy as np
 import torch
 
+from probing.errors import ProbingError
+
 from .._io import atomic_path
 from .model import BiLM
 from .options import ElmoOptions
@@ -16,7 +18,7 @@ from .options import ElmoOptions
 FORGET_BIAS = 1.0
 
 
-class WeightsError(ValueError):
+class WeightsError(ProbingError, ValueError):
     """weights.hdf5 lacks a dataset or holds one of the wrong shape."""
 
 

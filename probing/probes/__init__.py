@@ -11,9 +11,9 @@ from typing import Any
 
 _EXPORTS = {
     "LinearProbe": "linear",
-    "ScalarMixProbe": "linear",
+    "ScalarMixProbe": "mix",
     "select_l2": "linear",
-    "select_mix_l2": "linear",
+    "select_mix_l2": "mix",
     "concat_layers": "linear",
     "ControlTask": "control",
     "selectivity": "control",

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from probing.errors import InputError
+
 LOWERCASE_MODES = ("fallback", "never", "always")
 
 
@@ -21,9 +23,9 @@ def _check_pair(words, y, name: str) -> tuple[list[str], np.ndarray]:
     words = list(words)
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != len(words):
-        raise ValueError(f"{name}: y must be 1-D with one label per word; got shape {y.shape} for {len(words)} words")
+        raise InputError(f"{name}: y must be 1-D with one label per word; got shape {y.shape} for {len(words)} words")
     if not words:
-        raise ValueError(f"{name}: no words")
+        raise InputError(f"{name}: no words")
     return words, y
 
 
@@ -79,7 +81,7 @@ class MostFrequentTagBaseline(_WordBaseline):
 
     def fit(self, words: Sequence[str], y: Sequence) -> MostFrequentTagBaseline:
         if self.lowercase not in LOWERCASE_MODES:
-            raise ValueError(
+            raise InputError(
                 f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}"
             )
         words, y = _check_pair(words, y, "MostFrequentTagBaseline.fit")

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from probing.errors import InputError
+
 _TWO_64 = float(2**64)
 
 
@@ -51,12 +53,12 @@ class ControlTask:
         words = _as_words(words, "ControlTask.fit")
         labels = np.asarray(labels)
         if labels.ndim != 1 or len(labels) != len(words):
-            raise ValueError(
+            raise InputError(
                 f"ControlTask.fit: labels must be 1-D with one label per word; got shape "
                 f"{labels.shape} for {len(words)} words"
             )
         if len(words) == 0:
-            raise ValueError("ControlTask.fit: no words")
+            raise InputError("ControlTask.fit: no words")
         self.classes_, counts = np.unique(labels, return_counts=True)
         self.class_prior_ = counts / counts.sum()
         self._cdf = np.cumsum(self.class_prior_)

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as _st
 
+from probing.errors import InputError
+
 _GATHER_BUDGET = 1 << 22  # elements per block of bootstrap indices (32 MiB of int64)
 
 
 def _check_alpha(alpha: float) -> None:
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
 def bootstrap_ci(
@@ -40,12 +42,12 @@ def bootstrap_ci(
     """
     _check_alpha(alpha)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"bootstrap_ci: n_boot must be a positive integer, got {n_boot!r}")
+        raise InputError(f"bootstrap_ci: n_boot must be a positive integer, got {n_boot!r}")
     x = np.asarray(correct, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
-        raise ValueError(f"bootstrap_ci: correct must be a non-empty 1-D array, got shape {x.shape}")
+        raise InputError(f"bootstrap_ci: correct must be a non-empty 1-D array, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"bootstrap_ci: correct contains NaN or infinity (index {int(np.argmin(np.isfinite(x)))})")
+        raise InputError(f"bootstrap_ci: correct contains NaN or infinity (index {int(np.argmin(np.isfinite(x)))})")
     rng = np.random.default_rng(seed)
     n = x.size
 
@@ -57,7 +59,7 @@ def bootstrap_ci(
     else:
         g = np.asarray(groups)
         if g.shape != x.shape:
-            raise ValueError(f"bootstrap_ci: groups has shape {g.shape}, expected {x.shape} like correct")
+            raise InputError(f"bootstrap_ci: groups has shape {g.shape}, expected {x.shape} like correct")
         _, codes = np.unique(g, return_inverse=True)
         sums = np.bincount(codes, weights=x)
         counts = np.bincount(codes).astype(np.float64)
@@ -86,9 +88,9 @@ def mean_and_ci_over_seeds(values: Sequence[float], alpha: float = 0.05) -> tupl
     _check_alpha(alpha)
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
-        raise ValueError(f"mean_and_ci_over_seeds: values must be a non-empty 1-D sequence, got shape {v.shape}")
+        raise InputError(f"mean_and_ci_over_seeds: values must be a non-empty 1-D sequence, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
-        raise ValueError("mean_and_ci_over_seeds: values contain NaN or infinity")
+        raise InputError("mean_and_ci_over_seeds: values contain NaN or infinity")
     mean = float(v.mean())
     if v.size == 1:
         return mean, float("nan"), float("nan")

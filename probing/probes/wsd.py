@@ -38,13 +38,14 @@ import pandas as pd
 from scipy import sparse
 
 from probing._io import atomic_open
+from probing.errors import InputError, ProbingError
 from probing.wordnet import SenseInventory, normalize_lemma, normalize_pos
 from probing.wordnet import inventory as _default_inventory
 
 KeysLike = str | Sequence[str]
 
 
-class KeyFileError(ValueError):
+class KeyFileError(ProbingError, ValueError):
     """A key file line that is not ``instance_id key [key ...]``."""
 
 
@@ -105,10 +106,10 @@ def score_wsd(pred: Mapping[str, KeysLike | None], gold: Mapping[str, KeysLike])
     """
     gold_sets = {i: set(_as_keys(k)) for i, k in gold.items()}
     if not gold_sets:
-        raise ValueError("score_wsd: the gold standard has no instances")
+        raise InputError("score_wsd: the gold standard has no instances")
     empty = [i for i, k in gold_sets.items() if not k]
     if empty:
-        raise ValueError(f"score_wsd: gold instance {empty[0]!r} has no sense key ({len(empty)} such instances)")
+        raise InputError(f"score_wsd: gold instance {empty[0]!r} has no sense key ({len(empty)} such instances)")
     correct = wrong = 0.0
     n_answered = n_ignored = 0
     for instance_id, value in pred.items():
@@ -138,7 +139,7 @@ def score_wsd(pred: Mapping[str, KeysLike | None], gold: Mapping[str, KeysLike])
 
 def _check_aligned(lemmas: Sequence[str], pos: Sequence[str]) -> None:
     if len(lemmas) != len(pos):
-        raise ValueError(f"lemmas has {len(lemmas)} items but pos has {len(pos)}; they must be aligned")
+        raise InputError(f"lemmas has {len(lemmas)} items but pos has {len(pos)}; they must be aligned")
 
 
 def wn_first_sense(lemmas: Sequence[str], pos: Sequence[str], inventory: SenseInventory | None = None) -> list[str]:
@@ -187,18 +188,18 @@ class MostFrequentSense:
 
 def _rows(X, rows: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.ndarray:
     if getattr(X, "ndim", None) != 2:
-        raise ValueError(f"{what}: X must be a 2-d array (n_tokens, dim), got shape {getattr(X, 'shape', None)}")
+        raise InputError(f"{what}: X must be a 2-d array (n_tokens, dim), got shape {getattr(X, 'shape', None)}")
     if rows is None:
         if X.shape[0] != n:
-            raise ValueError(
+            raise InputError(
                 f"{what}: X has {X.shape[0]} rows but there are {n} occurrences; pass rows= to select them"
             )
         return np.arange(n, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.shape != (n,):
-        raise ValueError(f"{what}: rows has shape {rows.shape} but there are {n} occurrences")
+        raise InputError(f"{what}: rows has shape {rows.shape} but there are {n} occurrences")
     if n and (rows.min() < 0 or rows.max() >= X.shape[0]):
-        raise ValueError(f"{what}: rows must lie in [0, {X.shape[0]}), got {rows.min()}..{rows.max()}")
+        raise InputError(f"{what}: rows must lie in [0, {X.shape[0]}), got {rows.min()}..{rows.max()}")
     return rows
 
 
@@ -212,9 +213,9 @@ class SenseCentroids:
 
     def __init__(self, metric: str = "cosine", inventory: SenseInventory | None = None, chunk_rows: int = 8192):
         if metric not in ("cosine", "euclidean"):
-            raise ValueError(f"metric {metric!r} is not 'cosine' or 'euclidean'")
+            raise InputError(f"metric {metric!r} is not 'cosine' or 'euclidean'")
         if chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+            raise InputError(f"chunk_rows must be at least 1, got {chunk_rows}")
         self.metric = metric
         self.inventory = inventory
         self.chunk_rows = chunk_rows
@@ -230,7 +231,7 @@ class SenseCentroids:
                 pair_sense.append(index.setdefault(k, len(index)))
                 pair_row.append(row)
         if not index:
-            raise ValueError("SenseCentroids.fit: no occurrence has a sense key")
+            raise InputError("SenseCentroids.fit: no occurrence has a sense key")
         pair_sense, pair_row = np.asarray(pair_sense), np.asarray(pair_row)
         order = np.argsort(pair_row, kind="stable")  # read X front to back
         pair_sense, pair_row = pair_sense[order], pair_row[order]
@@ -336,7 +337,7 @@ def instances_from_tokens(tokens: pd.DataFrame) -> pd.DataFrame:
     ``instance_id``, ``lemma``, ``pos`` (the ``upos`` column) and ``keys`` (tuple of gold keys)."""
     missing = {"sense", "lemma", "upos", "instance_id"} - set(tokens.columns)
     if missing:
-        raise ValueError(f"token table lacks column(s) {sorted(missing)}")
+        raise InputError(f"token table lacks column(s) {sorted(missing)}")
     mask = tokens["sense"].astype(str).str.strip() != ""
     sub = tokens[mask.to_numpy()]
     return pd.DataFrame(

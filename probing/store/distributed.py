@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+from probing.errors import InputError
 from probing.store.extraction import extract
 from probing.store.format import MANIFEST, store_key, store_root
 from probing.store.merging import merge
@@ -65,7 +66,7 @@ def extract_ray(
     except ImportError as e:
         raise ImportError("extract_ray needs Ray: pip install 'elmo-probing[ray]'") from e
     if not isinstance(n_shards, int) or n_shards < 1:
-        raise ValueError(f"n_shards must be a positive int, got {n_shards!r}")
+        raise InputError(f"n_shards must be a positive int, got {n_shards!r}")
     root = store_root(cache_dir)
     encoder, corpus = encoder_factory(), corpus_factory()
     path = root / store_key(encoder.fingerprint, corpus.fingerprint(), None)

@@ -18,12 +18,14 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import probing
 from probing._io import atomic_open, atomic_path, sha256_file
+from probing.errors import InputError
+from probing.protocols import CorpusLike, EncoderLike
 from probing.store.format import (
     DTYPE,
     FORMAT_VERSION,
@@ -51,29 +53,6 @@ from probing.store.tokens import concat_parts, token_table, write_part
 
 if TYPE_CHECKING:
     import torch
-
-
-class EncoderLike(Protocol):
-    name: str
-    fingerprint: str
-    layer_names: list[str]
-    dim: int
-
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
-
-    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
-
-
-class CorpusLike(Protocol):
-    """DESIGN.md's Corpus. One that also has ``fingerprint_and_lengths(copy_to=)`` and ``from_records`` (as
-    ``probing.corpora.Corpus`` does) is parsed once per extraction instead of three times."""
-
-    name: str
-    split: str
-
-    def __iter__(self) -> Iterator[Any]: ...
-
-    def fingerprint(self) -> str: ...
 
 
 def extract(
@@ -109,14 +88,15 @@ def extract(
     ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
     (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
     Concurrent calls for the same key are serialised by a file lock; the later one gets the cache hit.
+    The returned store's ``cache_hit`` says whether it was complete before the call.
     """
     if not isinstance(chunk_tokens, int) or chunk_tokens < 1:
-        raise ValueError(f"chunk_tokens must be a positive int, got {chunk_tokens!r}")
+        raise InputError(f"chunk_tokens must be a positive int, got {chunk_tokens!r}")
     if not isinstance(batch_tokens, int) or batch_tokens < 1:
-        raise ValueError(f"batch_tokens must be a positive int, got {batch_tokens!r}")
+        raise InputError(f"batch_tokens must be a positive int, got {batch_tokens!r}")
     if shard is not None:
         if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
-            raise ValueError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
+            raise InputError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
         shard = (int(shard[0]), int(shard[1]))
     root = store_root(cache_dir)
     with _read_once(corpus, root) as (corpus_fp, lengths, source):
@@ -127,23 +107,29 @@ def extract(
         path = root / key
         hit = None if verify else _complete(path, encoder, key, progress)
         if hit is not None:  # no lock needed: a complete store is only rewritten after its manifest is removed
-            return hit
+            return _reported(hit, True)
         path.mkdir(parents=True, exist_ok=True)
         with store_lock(path, progress):
             hit = None if verify else _complete(path, encoder, key, progress)
             if hit is not None:
-                return hit
+                return _reported(hit, True)
             repair = None
             if (path / MANIFEST).is_file():
                 store = Store.open(path)
                 _check_compatible(store, encoder, key)
                 if not store.bad_chunks() and not store.bad_files():
-                    return store
+                    return _reported(store, True)
                 repair = store
             run = _Extraction(
                 encoder, source, path, key, corpus_fp, lengths, shard, chunk_tokens, batch_tokens, progress
             )
-            return run.run(repair)
+            return _reported(run.run(repair), False)
+
+
+def _reported(store: Store, hit: bool) -> Store:
+    """``store`` with ``cache_hit`` set: True when nothing had to be encoded."""
+    store.cache_hit = hit
+    return store
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ import numpy as np
 
 from probing import paths
 from probing._io import human_size
+from probing.errors import InputError, ProbingError
 
 FORMAT_VERSION = 1
 DTYPE = np.dtype("<f2")
@@ -60,7 +61,7 @@ TOKEN_COLUMNS = (
 )
 
 
-class StoreError(ValueError):
+class StoreError(ProbingError, ValueError):
     """A store, its inputs or its encoder's outputs are not what the format expects."""
 
 
@@ -122,7 +123,7 @@ def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:
         try:
             version = np.lib.format.read_magic(f)
             if version != (1, 0):
-                raise ValueError(f"npy format version {version}, expected (1, 0)")
+                raise InputError(f"npy format version {version}, expected (1, 0)")
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
         except ValueError as e:
             raise StoreError(f"{path}: not a valid layer file ({e})") from None

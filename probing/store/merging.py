@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from probing._io import atomic_open, sha256_file
+from probing.errors import InputError
 from probing.store.extraction import _versions
 from probing.store.format import (
     DTYPE,
@@ -36,7 +37,7 @@ from probing.store.tokens import concat_parts
 def _check_shards(stores: list[Store]) -> list[Store]:
     """The shards sorted by index, after checking they are all the shards of one extraction."""
     if not stores:
-        raise ValueError("merge() needs at least one shard store")
+        raise InputError("merge() needs at least one shard store")
     for s in stores:
         if s.manifest.get("shard") is None:
             raise StoreError(f"{s.path}: not a shard store (its manifest has no 'shard'); nothing to merge")

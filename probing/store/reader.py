@@ -40,6 +40,7 @@ class Store:
         self._layers: dict[int, np.memmap] = {}
         self._tokens: pd.DataFrame | None = None
         self._offsets: np.ndarray | None = None
+        self.cache_hit: bool | None = None  # set by extract(): whether the store was complete before the call
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Store:

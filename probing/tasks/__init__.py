@@ -1,8 +1,11 @@
 """Probing tasks that read activations from stores (never models): POS and supersense tagging probes with
-control tasks and baselines, and 1-NN word-sense disambiguation with its baselines."""
+control tasks and baselines, and 1-NN word-sense disambiguation with its baselines. Each kind is a
+:class:`TaskKind` in :data:`TASK_KINDS`."""
 
-from probing.tasks.common import BASELINE_ENCODER, Part, ProbeSettings, TaskError, TaskOutput
+from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput
+from probing.tasks.registry import TASK_KINDS, register_task_kind, task_kind
 from probing.tasks.tagging import (
+    LABEL_COLUMNS,
     TAGGING_BASELINES,
     column_labels,
     supersense_labels,
@@ -12,17 +15,22 @@ from probing.tasks.tagging import (
 from probing.tasks.wsd import WSD_BASELINES, wsd_1nn, wsd_baselines
 
 __all__ = [
-    "BASELINE_ENCODER",
+    "LABEL_COLUMNS",
+    "TAGGING_BASELINES",
+    "TASK_KINDS",
+    "WSD_BASELINES",
+    "Job",
     "Part",
     "ProbeSettings",
     "TaskError",
+    "TaskKind",
     "TaskOutput",
-    "TAGGING_BASELINES",
-    "WSD_BASELINES",
     "column_labels",
+    "register_task_kind",
     "supersense_labels",
     "tagging_baselines",
     "tagging_probes",
+    "task_kind",
     "wsd_1nn",
     "wsd_baselines",
 ]

@@ -1,23 +1,30 @@
-"""What every probing task shares: settings, the data it reads (stores), its outputs, and scoring helpers."""
+"""What every probing task shares: settings, the data it reads (stores), a job and its outputs, the
+description of a task kind, and scoring helpers."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from probing.errors import InputError, ProbingError
 from probing.probes.stats import bootstrap_ci
+from probing.protocols import StoreLike
 from probing.results import make_row
 
+if TYPE_CHECKING:
+    from probing._toml import Table
+    from probing.wordnet import SenseInventory
+
 SOLVERS = ("lbfgs", "adam")
-BASELINE_ENCODER = "baseline"
 DEV_EVERY = 10  # without a dev split, every DEV_EVERY-th training sentence is held out for choosing C
 
 
-class TaskError(ValueError):
+class TaskError(ProbingError, ValueError):
     """A task cannot run on the data it was given; the message names the task, encoder and data."""
 
 
@@ -45,14 +52,14 @@ class ProbeSettings:
 
     def __post_init__(self) -> None:
         if not self.Cs or any(not (isinstance(c, (int, float)) and c > 0) for c in self.Cs):
-            raise ValueError(f"Cs must be a non-empty list of positive numbers, got {list(self.Cs)}")
+            raise InputError(f"Cs must be a non-empty list of positive numbers, got {list(self.Cs)}")
         if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+            raise InputError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be a non-empty list of distinct integers, got {list(self.seeds)}")
+            raise InputError(f"seeds must be a non-empty list of distinct integers, got {list(self.seeds)}")
         for name in ("max_iter", "mix_max_iter", "n_boot"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+                raise InputError(f"{name} must be a positive integer, got {getattr(self, name)}")
 
     @property
     def probe_seeds(self) -> tuple[int, ...]:
@@ -80,7 +87,7 @@ class Part:
 
     dataset: str
     split: str
-    store: Any  # probing.store.Store (or anything with .tokens, .layer, .layer_names, .offsets)
+    store: StoreLike
 
 
 @dataclass
@@ -98,6 +105,50 @@ class TaskOutput:
         self.per_tag += other.per_tag
         self.probes += other.probes
         return self
+
+
+@dataclass
+class Job:
+    """One encoder's work on one task: the stores it reads, the kind's options and the shared settings.
+
+    ``with_baselines`` is true for the task's first encoder only, so baselines (which read only the token
+    table) are computed once per task; ``inventory`` is the resolved WordNet for kinds that use one;
+    ``progress`` takes a short description before each probe.
+    """
+
+    task: str
+    encoder: str
+    train: Part
+    dev: Part | None
+    tests: list[Part]
+    settings: ProbeSettings
+    options: Mapping[str, Any] = field(default_factory=dict)
+    baselines: tuple[str, ...] = ()
+    with_baselines: bool = True
+    inventory: SenseInventory | None = None
+    progress: Callable[[str], None] = lambda _msg: None
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """A kind of task (``kind = "..."`` in an experiment's ``[[tasks]]`` table): how to read its own
+    options and how to run one job.
+
+    ``parse`` reads the kind's own keys from its checked TOML table and returns them as options (plain
+    values: they are part of the job's cache key); ``run`` turns a :class:`Job` into rows. ``baselines``
+    are the baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key
+    and resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for
+    kinds with no hyperparameter to choose. The kind's headline metric is registered in
+    :mod:`probing.results.schema`.
+    """
+
+    name: str
+    run: Callable[[Job], TaskOutput]
+    parse: Callable[[Table], dict[str, Any]] = lambda _table: {}
+    baselines: tuple[str, ...] = ()
+    uses_wordnet: bool = False
+    allows_dev: bool = True
+    summary: str = ""
 
 
 def fraction_row(
@@ -164,12 +215,12 @@ def per_tag_rows(
     ]
 
 
-def sentence_groups(store: Any, rows: np.ndarray) -> np.ndarray:
+def sentence_groups(store: StoreLike, rows: np.ndarray) -> np.ndarray:
     """The sentence id of each of ``rows`` (the clusters of the bootstrap)."""
     return store.tokens["sentence_id"].to_numpy()[rows]
 
 
-def holdout_dev(store: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def holdout_dev(store: StoreLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Split training ``rows`` into (train, dev): every ``DEV_EVERY``-th sentence (index 9, 19, ...) is dev.
 
     With fewer than ``DEV_EVERY`` sentences the last sentence is dev, so there is always some dev data.
@@ -198,7 +249,7 @@ def quiet_fit(fit, *args, **kwargs) -> tuple[Any, bool]:
     return out, converged
 
 
-def layer_rows(store: Any, layer: str, rows: np.ndarray) -> np.ndarray:
+def layer_rows(store: StoreLike, layer: str, rows: np.ndarray) -> np.ndarray:
     """Layer ``layer`` at ``rows`` as an fp16 array; the memmap itself when ``rows`` is every row in order."""
     if len(rows) == len(store) and (len(rows) == 0 or (rows[0] == 0 and np.all(np.diff(rows) == 1))):
         return store.layer(layer)

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
-from probing.probes.linear import LinearProbe, ScalarMixProbe, concat_layers, select_l2, select_mix_l2
+from probing.probes.linear import LinearProbe, concat_layers, select_l2
+from probing.probes.mix import ScalarMixProbe, select_mix_l2
+from probing.results import BASELINE_ENCODER
+from probing.store.format import TOKEN_COLUMNS
 from probing.tasks.common import (
-    BASELINE_ENCODER,
+    Job,
     Part,
     ProbeSettings,
     TaskError,
+    TaskKind,
     TaskOutput,
     fraction_row,
     holdout_dev,
@@ -34,8 +39,14 @@ from probing.tasks.common import (
     sentence_groups,
 )
 
+if TYPE_CHECKING:
+    from probing._toml import Table
+
 LabelFn = Callable[[pd.DataFrame], np.ndarray]
 TAGGING_BASELINES = ("majority", "most-frequent-tag")
+# token-table columns that are not per-token labels a probe could predict
+_NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov"}
+LABEL_COLUMNS = tuple(c for c in TOKEN_COLUMNS if c not in _NOT_LABELS)
 
 
 def column_labels(column: str) -> LabelFn:
@@ -122,27 +133,18 @@ def _check_layers(task: str, encoder: str, parts: Sequence[Part]) -> list[str]:
 
 
 def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
-    """A linear probe with C chosen on dev accuracy (ties to the smaller C), and notes on the choice."""
-    if settings.solver == "lbfgs":
-        probe, converged = quiet_fit(
-            select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, max_iter=settings.max_iter, tol=settings.tol
-        )
-        path = probe.l2_path_
-    else:
-        best, path, converged = None, [], True
-        for C in sorted(settings.Cs):
-            p = LinearProbe(C=C, solver="adam", max_iter=settings.max_iter, tol=settings.tol, random_state=seed)
-            p, ok = quiet_fit(p.fit, X, y, X_dev, y_dev)
-            path.append({"C": C, "dev_accuracy": p.dev_score_, "n_iter": p.n_iter_})
-            if best is None or p.dev_score_ > best[0]:
-                best, converged = (p.dev_score_, p), ok
-        probe = best[1]
+    """A linear probe with C chosen on dev accuracy (:func:`~probing.probes.linear.select_l2`, ties to the
+    smaller C), and notes on the choice."""
+    params = {"max_iter": settings.max_iter, "tol": settings.tol}
+    if settings.solver == "adam":
+        params.update(solver="adam", random_state=seed)
+    probe, converged = quiet_fit(select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, **params)
     return probe, {
         "C": float(probe.C),
         "dev_accuracy": float(probe.dev_score_),
         "n_iter": int(probe.n_iter_),
         "converged": converged,
-        "l2_path": path,
+        "l2_path": probe.l2_path_,
     }
 
 
@@ -375,3 +377,37 @@ def tagging_baselines(
             )
             out.per_tag += per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed)
     return out
+
+
+def _run(job: Job, labels: LabelFn) -> TaskOutput:
+    out = tagging_probes(
+        job.task, job.encoder, job.train, job.dev, job.tests, labels, job.settings, progress=job.progress
+    )
+    if job.with_baselines and job.baselines:
+        out.extend(
+            tagging_baselines(job.task, job.train, job.dev, job.tests, labels, job.settings, which=job.baselines)
+        )
+    return out
+
+
+def _parse_label(t: Table) -> dict[str, str]:
+    label = t.string("label")
+    if label not in LABEL_COLUMNS:
+        raise t.fail("label", f"a token-table column to predict, one of {', '.join(LABEL_COLUMNS)}", label)
+    return {"label": label}
+
+
+TAGGING = TaskKind(
+    "tagging",
+    run=lambda job: _run(job, column_labels(job.options["label"])),
+    parse=_parse_label,
+    baselines=TAGGING_BASELINES,
+    summary="a linear probe per layer predicts a token-table column (label = upos, xpos, ...)",
+)
+SUPERSENSE = TaskKind(
+    "supersense",
+    run=lambda job: _run(job, supersense_labels(job.inventory)),
+    baselines=TAGGING_BASELINES,
+    uses_wordnet=True,
+    summary="a linear probe per layer predicts the WordNet supersense of each sense-annotated token",
+)

@@ -9,12 +9,17 @@ F1 = precision = recall = the mean per-instance credit, and its CI is a cluster 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from probing.probes.wsd import MostFrequentSense, SenseCentroids, instances_from_tokens, score_wsd, wn_first_sense
-from probing.tasks.common import BASELINE_ENCODER, Part, ProbeSettings, TaskError, TaskOutput, fraction_row
+from probing.results import BASELINE_ENCODER
+from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput, fraction_row
+
+if TYPE_CHECKING:
+    from probing._toml import Table
 
 WSD_BASELINES = ("wn-first-sense", "semcor-mfs")
 
@@ -140,3 +145,36 @@ def wsd_baselines(
             pred = wn_first_sense(lemmas, pos, inventory) if name == "wn-first-sense" else mfs.predict(lemmas, pos)
             out.rows.append(_f1_row(task, part, BASELINE_ENCODER, name, inst, pred, seed, settings)[0])
     return out
+
+
+def _run(job: Job) -> TaskOutput:
+    out = wsd_1nn(
+        job.task,
+        job.encoder,
+        job.train,
+        job.tests,
+        job.settings,
+        inventory=job.inventory,
+        metric=job.options["metric"],
+        progress=job.progress,
+    )
+    if job.with_baselines and job.baselines:
+        out.extend(
+            wsd_baselines(job.task, job.train, job.tests, job.settings, inventory=job.inventory, which=job.baselines)
+        )
+    return out
+
+
+def _parse(t: Table) -> dict[str, str]:
+    return {"metric": t.string("metric", "cosine", choices=("cosine", "euclidean"))}
+
+
+WSD_1NN = TaskKind(
+    "wsd-1nn",
+    run=_run,
+    parse=_parse,
+    baselines=WSD_BASELINES,
+    uses_wordnet=True,
+    allows_dev=False,
+    summary="Peters et al.'s 1-NN sense centroids per layer, F1 as Raganato et al.'s scorer",
+)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probing.errors import InputError
 from probing.glove import UnknownWordError, Vectors
 
 Gloss = Callable[[str], str]
@@ -43,15 +44,15 @@ def cosine_topk(
     """
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != matrix.shape[1]:
-        raise ValueError(f"query has dimension {q.shape[0]}, the vectors have {matrix.shape[1]}")
+        raise InputError(f"query has dimension {q.shape[0]}, the vectors have {matrix.shape[1]}")
     q_norm = float(np.linalg.norm(q))
     if not np.isfinite(q_norm) or q_norm == 0:
-        raise ValueError("the query vector is zero (or not finite): cosine similarity is undefined")
+        raise InputError("the query vector is zero (or not finite): cosine similarity is undefined")
     q = q / q_norm
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise InputError(f"k must be at least 1, got {k}")
     if exclude is not None and exclude.shape != (matrix.shape[0],):
-        raise ValueError(f"exclude must be a boolean mask of length {matrix.shape[0]}, got shape {exclude.shape}")
+        raise InputError(f"exclude must be a boolean mask of length {matrix.shape[0]}, got shape {exclude.shape}")
     n = matrix.shape[0] if rows is None else len(rows)
     best_ids = np.empty(0, dtype=np.int64)
     best_sims = np.empty(0, dtype=np.float32)
@@ -134,7 +135,7 @@ def _layer_index(layer: int | str, names: Sequence[str] | None) -> int:
         return list(names).index(str(layer))
     if str(layer).isdigit():
         return int(layer)
-    raise ValueError(f"unknown layer {layer!r}; expected an index or one of {list(names or [])}")
+    raise InputError(f"unknown layer {layer!r}; expected an index or one of {list(names or [])}")
 
 
 def _store_layer_names(store: Any) -> list[str] | None:
@@ -168,7 +169,7 @@ def occurrence_neighbors(
     tokens = store.tokens
     matrix = store.layer(_layer_index(layer, _store_layer_names(store)))
     if matrix.shape[0] != len(tokens):
-        raise ValueError(f"store layer {layer!r} has {matrix.shape[0]} rows but the token table has {len(tokens)}")
+        raise InputError(f"store layer {layer!r} has {matrix.shape[0]} rows but the token table has {len(tokens)}")
     excluded_ids = set(exclude_sentences)
     if isinstance(query, (int, np.integer)):
         if not 0 <= int(query) < len(tokens):
@@ -220,7 +221,7 @@ def _encode(encoder: Any, words: list[str]) -> np.ndarray:
     """All layers of one sentence from the encoder: (n_layers, len(words), dim) float32."""
     out = np.asarray(encoder.encode([words])[0], dtype=np.float32)
     if out.ndim != 3 or out.shape[1] != len(words):
-        raise ValueError(
+        raise InputError(
             f"encoder {getattr(encoder, 'name', encoder)!r} returned shape {out.shape} for {len(words)} words"
         )
     return out
@@ -230,13 +231,13 @@ def locate(words: Sequence[str], position: int | None = None, word: str | None =
     """Index of the query in ``words``: ``position`` checked, or the first occurrence of ``word`` (any case)."""
     if position is None:
         if word is None:
-            raise ValueError("give the query's position in the sentence (or the word to find)")
+            raise InputError("give the query's position in the sentence (or the word to find)")
         lowered = [w.lower() for w in words]
         if word.lower() not in lowered:
-            raise ValueError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
+            raise InputError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
         return lowered.index(word.lower())
     if not 0 <= position < len(words):
-        raise ValueError(f"position {position} is outside the sentence of {len(words)} words")
+        raise InputError(f"position {position} is outside the sentence of {len(words)} words")
     return position
 
 
@@ -264,10 +265,10 @@ def neighbors(
     """
     if sentence is None:
         if word is None or vectors is None:
-            raise ValueError("give word= and vectors= (type neighbours), or sentence=, layer=, store=, encoder=")
+            raise InputError("give word= and vectors= (type neighbours), or sentence=, layer=, store=, encoder=")
         return type_neighbors(vectors, word, k=k or 10)
     if store is None or encoder is None or layer is None:
-        raise ValueError("neighbours in context need store=, encoder= and layer=")
+        raise InputError("neighbours in context need store=, encoder= and layer=")
     words = _as_tokens(sentence)
     pos = locate(words, position, word)
     vector = _encode(encoder, words)[_layer_index(layer, list(encoder.layer_names)), pos]
@@ -298,7 +299,7 @@ def table4(
     """
     if sources is None:
         if word != "play":
-            raise ValueError("sources= is required unless word == 'play' (the paper's own sentences)")
+            raise InputError("sources= is required unless word == 'play' (the paper's own sentences)")
         sources = PAPER_TABLE4_SOURCES
     layer_names = list(encoder.layer_names)
     layers = list(layer_names if layers is None else layers)
@@ -325,7 +326,7 @@ def table4(
             vector = encoded[_layer_index(layer, layer_names), pos]
             hit = occurrence_neighbors(store, vector, layer, k=1, rows=rows, exclude_sentences=skip, gloss=gloss)
             if hit.empty:
-                raise ValueError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")
+                raise InputError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")
             top = hit.iloc[0]
             records.append(
                 {

@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from probing.errors import InputError
 from probing.views.neighbors import _layer_index, _store_layer_names, type_neighbors
 
 Gloss = Callable[[str], str]
@@ -50,7 +51,7 @@ def stratified_sample(labels: Sequence[str] | np.ndarray, max_points: int, seed:
     if n <= max_points:
         return np.arange(n)
     if max_points < 1:
-        raise ValueError(f"max_points must be at least 1, got {max_points}")
+        raise InputError(f"max_points must be at least 1, got {max_points}")
     rng = np.random.default_rng(seed)
     values, inverse, counts = np.unique(labels.astype(str), return_inverse=True, return_counts=True)
     exact = counts * max_points / n
@@ -91,7 +92,7 @@ def embed_2d(
     ``method="pca"``, the layout is the exact PCA projection.
     """
     if method not in ("umap", "pca"):
-        raise ValueError(f"method must be 'umap' or 'pca', got {method!r}")
+        raise InputError(f"method must be 'umap' or 'pca', got {method!r}")
     x = np.asarray(x, dtype=np.float32)
     distinct, inverse = np.unique(x, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -165,7 +166,7 @@ def umap_layers_coords(
     ``label`` is its legend text (short gloss when ``gloss`` is given, else the key).
     """
     if not 1 <= n_senses <= len(OKABE_ITO):
-        raise ValueError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
+        raise InputError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
     tokens = store.tokens
     lemma_col = tokens["lemma"].astype(str).str.lower().to_numpy()
     usable = ~tokens["oov"].to_numpy(dtype=bool)
@@ -173,7 +174,7 @@ def umap_layers_coords(
     for lemma in lemmas:
         all_rows = np.flatnonzero((lemma_col == lemma.lower()) & usable)
         if len(all_rows) == 0:
-            raise ValueError(f"no occurrences of lemma {lemma!r} in the store (lemma column of the token table)")
+            raise InputError(f"no occurrences of lemma {lemma!r} in the store (lemma column of the token table)")
         keys = np.array([_first_key(s) for s in tokens["sense"].to_numpy()[all_rows]], dtype=object)
         ranked = pd.Series(keys[keys != ""]).value_counts()
         ranked = ranked.iloc[np.lexsort((ranked.index.to_numpy(dtype=str), -ranked.to_numpy()))]
@@ -374,12 +375,12 @@ def umap_pos_coords(
     tokens left out), the same rows at every layer. Columns: ``layer, row, x, y, word, upos, group,
     n_shown, n_total, n_distinct, method``; ``group`` is one of the ``n_tags`` most frequent tags, else ``"other"``."""
     if not 1 <= n_tags <= len(TOL_MUTED):
-        raise ValueError(f"n_tags must be between 1 and {len(TOL_MUTED)} (distinct colours), got {n_tags}")
+        raise InputError(f"n_tags must be between 1 and {len(TOL_MUTED)} (distinct colours), got {n_tags}")
     tokens = store.tokens
     upos = tokens["upos"].astype(str).to_numpy()
     candidates = np.flatnonzero((upos != "") & ~tokens["oov"].to_numpy(dtype=bool))
     if len(candidates) == 0:
-        raise ValueError("the store has no POS-tagged tokens (the upos column is empty)")
+        raise InputError("the store has no POS-tagged tokens (the upos column is empty)")
     tags = upos[candidates]
     ranked = pd.Series(tags).value_counts()
     top = sorted(ranked.index, key=lambda t: (-ranked[t], t))[:n_tags]

@@ -1,7 +1,9 @@
-"""The tidy results table: one row per (task, dataset, split, encoder, layer, metric, seed).
+"""Reading, writing and validating the results table and its side tables.
 
-Written as ``results.csv`` plus ``results.json`` = ``{"provenance": {...}, "results": [...]}``,
-both atomically, so a reader never sees a half-written table.
+The results table has one row per (task, dataset, split, encoder, layer, metric, seed), written as
+``results.csv`` plus ``results.json`` = ``{"provenance": {...}, "results": [...]}``; the side tables are
+``mix_weights.csv`` (scalar-mix weights) and ``per_tag.csv`` (accuracy per gold tag). Every write is atomic,
+so a reader never sees a half-written table.
 """
 
 from __future__ import annotations
@@ -21,15 +23,23 @@ import numpy as np
 import pandas as pd
 
 from probing._io import atomic_open
+from probing.errors import ProbingError
+from probing.results.schema import (
+    CSV_NAME,
+    FLOAT_COLUMNS,
+    JSON_NAME,
+    MIX_COLUMNS,
+    PER_TAG_COLUMNS,
+    RESULT_COLUMNS,
+    STRING_COLUMNS,
+    metric,
+)
 
-RESULT_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed"]
-_STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
-_FLOAT_COLUMNS = ["value", "ci_low", "ci_high"]
-CSV_NAME = "results.csv"
-JSON_NAME = "results.json"
+_STRING_COLUMNS = STRING_COLUMNS
+_FLOAT_COLUMNS = FLOAT_COLUMNS
 
 
-class ResultsFormatError(ValueError):
+class ResultsFormatError(ProbingError, ValueError):
     """A results table or file does not have the expected columns or values."""
 
 
@@ -115,6 +125,25 @@ def validate_results(df: pd.DataFrame, source: str = "results table") -> pd.Data
     bad = df.index[~np.isfinite(df["value"])]
     if len(bad):
         raise ResultsFormatError(f"{source}: row {int(bad[0])} has a non-finite value")
+    for name in df["metric"].unique():
+        lo, hi = metric(name).bounds or (-np.inf, np.inf)
+        rows = df[df["metric"] == name]
+        out = rows.index[(rows["value"] < lo - 1e-9) | (rows["value"] > hi + 1e-9)]
+        if len(out):
+            r = df.loc[out[0]]
+            raise ResultsFormatError(
+                f"{source}: row {int(out[0])}: {name} value {r['value']} (task {r['task']!r}, encoder "
+                f"{r['encoder']!r}, layer {r['layer']!r}) outside [{lo:g}, {hi:g}]"
+                + ("; scores are fractions, not percent" if metric(name).percent else "")
+            )
+    has_ci = df["ci_low"].notna() & df["ci_high"].notna()
+    bad = df.index[has_ci & ((df["ci_low"] > df["value"] + 1e-9) | (df["ci_high"] < df["value"] - 1e-9))]
+    if len(bad):
+        r = df.loc[bad[0]]
+        raise ResultsFormatError(
+            f"{source}: row {int(bad[0])}: CI [{r['ci_low']}, {r['ci_high']}] does not contain value {r['value']} "
+            f"(task {r['task']!r}, encoder {r['encoder']!r}, layer {r['layer']!r}, metric {r['metric']!r})"
+        )
     return df
 
 
@@ -158,6 +187,38 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
         na_values={c: [""] for c in _FLOAT_COLUMNS},
     )
     return validate_results(df, source=str(path))
+
+
+_SIDE_TABLES = {"mix_weights": MIX_COLUMNS, "per_tag": PER_TAG_COLUMNS}
+_SIDE_TEXT = {
+    "mix_weights": ("task", "dataset", "encoder", "layer"),
+    "per_tag": ("task", "dataset", "split", "encoder", "layer", "tag"),
+}
+
+
+def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) -> Path:
+    """Write side table ``name`` (``"mix_weights"`` or ``"per_tag"``) as ``<name>.csv`` in ``out_dir``."""
+    columns = _SIDE_TABLES[name]
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ResultsFormatError(f"{name} table: missing column {missing[0]!r} (expected columns {columns})")
+    path = Path(out_dir) / f"{name}.csv"
+    with atomic_open(path, "w", newline="", encoding="utf-8") as f:
+        df[columns].to_csv(f, index=False)
+    return path
+
+
+def read_side_table(out_dir: str | os.PathLike, name: str) -> pd.DataFrame | None:
+    """Side table ``name`` of a run folder (text columns kept as text), or None when the file is absent."""
+    columns = _SIDE_TABLES[name]
+    path = Path(out_dir) / f"{name}.csv"
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path, dtype={c: str for c in _SIDE_TEXT[name]}, keep_default_na=False)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ResultsFormatError(f"{path}: missing column {missing[0]!r} (expected columns {columns})")
+    return df
 
 
 def read_provenance(out_dir: str | os.PathLike) -> dict[str, Any]:

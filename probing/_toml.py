@@ -1,0 +1,143 @@
+"""A checked TOML table: every read names its key and what was expected, and unknown keys are errors.
+
+The experiment file's parser and each task kind's option parser read their tables through :class:`Table`,
+so every mistake in an experiment file is reported as ``FILE: tasks[2].label: expected ..., got ...``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from probing.errors import ProbingError
+
+
+class ExperimentError(ProbingError, ValueError):
+    """The experiment file is invalid; the message names the file, the TOML key and what was expected."""
+
+
+_REQUIRED = object()
+
+
+class Table:
+    """A TOML table being validated: every read names its key, unknown keys are errors."""
+
+    def __init__(self, data: Any, where: str, source: str, base: Path):
+        if not isinstance(data, dict):
+            raise ExperimentError(f"{source}: {where} must be a table, got {type(data).__name__} {data!r}")
+        self.data, self.where, self.source, self.base = data, where, source, base
+        self.used: set[str] = set()
+
+    def fail(self, key: str, expected: str, value: Any = _REQUIRED) -> ExperimentError:
+        got = "it is missing" if value is _REQUIRED else f"got {value!r}"
+        where = f"{self.where}.{key}" if self.where else key
+        return ExperimentError(f"{self.source}: {where}: expected {expected}, {got}")
+
+    def get(self, key: str, expected: str, check: Callable[[Any], bool], default: Any = _REQUIRED) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is _REQUIRED:
+                raise self.fail(key, expected)
+            return default
+        value = self.data[key]
+        if not check(value):
+            raise self.fail(key, expected, value)
+        return value
+
+    def string(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None) -> Any:
+        expected = f"one of {', '.join(repr(c) for c in choices)}" if choices else "a non-empty string"
+        return self.get(
+            key,
+            expected,
+            lambda v: isinstance(v, str) and v.strip() != "" and (choices is None or v in choices),
+            default,
+        )
+
+    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0, maximum: int | None = None) -> Any:
+        return self.get(
+            key,
+            f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}"),
+            lambda v: (
+                isinstance(v, int) and not isinstance(v, bool) and v >= minimum and (maximum is None or v <= maximum)
+            ),
+            default,
+        )
+
+    def number(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self.get(
+            key,
+            "a positive finite number",
+            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+            default,
+        )
+
+    def boolean(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self.get(key, "true or false", lambda v: isinstance(v, bool), default)
+
+    def path(self, key: str, default: Any = None) -> Path | None:
+        value = self.string(key, default)
+        return None if value is None else resolve_path(value, self.base)
+
+    def int_list(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.get(
+            key,
+            "a non-empty list of distinct integers",
+            lambda v: (
+                isinstance(v, list)
+                and v
+                and len(set(map(repr, v))) == len(v)
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+            ),
+            default,
+        )
+        return tuple(value) if isinstance(value, list) else value
+
+    def number_list(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.get(
+            key,
+            "a non-empty list of positive finite numbers",
+            lambda v: (
+                isinstance(v, list)
+                and v
+                and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 for x in v
+                )
+            ),
+            default,
+        )
+        return tuple(float(x) for x in value) if isinstance(value, list) else value
+
+    def string_list(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None) -> Any:
+        expected = "a non-empty list of strings" + (f" from {', '.join(repr(c) for c in choices)}" if choices else "")
+        value = self.get(
+            key,
+            expected,
+            lambda v: (
+                isinstance(v, list)
+                and len(v) > 0
+                and all(isinstance(x, str) and (choices is None or x in choices) for x in v)
+            ),
+            default,
+        )
+        return tuple(value) if isinstance(value, list) else value
+
+    def table(self, key: str) -> Table:
+        self.used.add(key)
+        return Table(
+            self.data.get(key, {}), f"{self.where}.{key}" if self.where else f"[{key}]", self.source, self.base
+        )
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ExperimentError(
+                f"{self.source}: {self.where or 'top level'}: unknown key(s) "
+                f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(sorted(self.used))}"
+            )
+
+
+def resolve_path(value: str, base: Path) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else base / p

@@ -1,0 +1,348 @@
+"""Running an experiment: activations extracted once into the store (cached), every task's jobs run through
+its registered kind (finished jobs cached), and the results table with its side tables written.
+
+Data flows corpus -> encoder -> store -> probes -> results: a second run is a cache hit everywhere and loads
+no model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probing._toml import ExperimentError
+from probing.encoders import Encoder, get_encoder
+from probing.experiment.jobs import JOBS_DIR, JobCache
+from probing.experiment.spec import DataRef, Experiment, TaskSpec
+from probing.protocols import StoreLike
+from probing.results import (
+    MIX_COLUMNS,
+    PER_TAG_COLUMNS,
+    RESULT_COLUMNS,
+    headline_metric,
+    headline_metrics,
+    metric,
+    sort_layers,
+    write_results,
+    write_side_table,
+)
+from probing.results import provenance as run_provenance
+from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
+
+
+@dataclass
+class Results:
+    """What :func:`run_experiment` produced: the tidy results table, the scalar-mix weights, per-tag
+    accuracies, provenance, and the stores it read (see :meth:`store`)."""
+
+    results: pd.DataFrame
+    mix_weights: pd.DataFrame
+    per_tag: pd.DataFrame
+    provenance: dict
+    stores: dict[tuple[str, str, str], StoreLike]
+    out_dir: Path
+
+    def store(self, encoder: str, dataset: str, split: str) -> StoreLike:
+        """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
+        try:
+            return self.stores[(encoder, dataset, split)]
+        except KeyError:
+            known = ", ".join(f"({e!r}, {d!r}, {s!r})" for e, d, s in self.stores)
+            raise KeyError(f"no store for ({encoder!r}, {dataset!r}, {split!r}); the run read: {known}") from None
+
+    @property
+    def headlines(self) -> dict[str, str]:
+        """The headline metric of each task (from its kind, as recorded in provenance)."""
+        return headline_metrics(self.results, self.provenance.get("headlines"))
+
+    def summary(self) -> pd.DataFrame:
+        """Headline score (per task kind: F1 for WSD, accuracy for tagging, ...) in percent where the metric
+        is a fraction, mean over seeds: one row per task, dataset, split and encoder, one column per layer
+        (baselines under their own names)."""
+        df = self.results
+        if df.empty:
+            return pd.DataFrame()
+        heads = self.headlines
+        headline = df[df["metric"] == df["task"].map(heads)]
+        table = headline.groupby(["task", "dataset", "split", "encoder", "layer"], sort=False)["value"].mean()
+        scale = np.array([metric(heads[t]).scale for t in table.index.get_level_values("task")])
+        wide = (table * scale).round(1).unstack("layer")
+        return wide[sort_layers(wide.columns)]
+
+    def __repr__(self) -> str:
+        head = (
+            f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
+            f"{len(self.stores)} stores, written to {str(self.out_dir)!r})"
+        )
+        return f"{head}\n{self.summary().to_string(na_rep='')}"
+
+    def _repr_html_(self) -> str:
+        table = self.summary().to_html(na_rep="", float_format="{:.1f}".format)
+        return (
+            f"<p><b>Probing results</b>: {len(self.results)} rows in {html.escape(str(self.out_dir))} "
+            f"(scores in percent, mean over seeds)</p>{table}"
+        )
+
+
+class _Run:
+    """State of one run: encoders (lazy), corpora, stores, timings and what was skipped."""
+
+    def __init__(self, exp: Experiment, progress: bool):
+        self.exp, self.progress = exp, progress
+        self.encoders: dict[str, Encoder] = {spec.name: spec.build() for spec in exp.encoders}
+        self.corpora: dict[DataRef, Any] = {}
+        self.parts: dict[tuple[str, DataRef], Part] = {}
+        self.store_info: dict[str, dict] = {}
+        self.skipped: list[dict] = []
+        self.warnings: list[str] = []
+        self.timings: dict[str, float] = {}
+
+    def log(self, msg: str) -> None:
+        if self.progress:
+            print(msg, file=sys.stderr, flush=True)
+
+    def warn(self, msg: str) -> None:
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+            warnings.warn(msg, UserWarning, stacklevel=3)
+
+    def corpus(self, ref: DataRef):
+        if ref not in self.corpora:
+            self.corpora[ref] = ref.load(self.exp.max_sentences)
+        return self.corpora[ref]
+
+    def part(self, encoder: str, ref: DataRef) -> Part:
+        key = (encoder, ref)
+        if key not in self.parts:
+            from probing.store import extract
+
+            t0 = time.time()
+            self.log(f"activations: {encoder} on {ref}")
+            store = extract(
+                self.encoders[encoder], self.corpus(ref), cache_dir=self.exp.cache_dir, progress=self.progress
+            )
+            elapsed = time.time() - t0
+            self.store_info[f"{encoder}/{ref}"] = {
+                "path": str(store.path),
+                "key": store.key,
+                "cache_hit": bool(store.cache_hit),
+                "seconds": round(elapsed, 3),
+                "n_sentences": store.n_sentences,
+                "n_tokens": len(store),
+                "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
+            }
+            self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
+            self.parts[key] = Part(ref.dataset, ref.split, store)
+        return self.parts[key]
+
+    def tests(self, task: TaskSpec, encoder: str) -> list[Part]:
+        """The task's test parts; with ``skip_missing``, sets that are not found are skipped (once noted)."""
+        from probing.corpora.registry import DatasetNotFound
+
+        parts = []
+        for ref in task.test:
+            try:
+                parts.append(self.part(encoder, ref))
+            except DatasetNotFound as e:
+                if not task.skip_missing:
+                    raise
+                note = {"task": task.name, "data": str(ref), "reason": str(e).splitlines()[0]}
+                if note not in self.skipped:
+                    self.skipped.append(note)
+                    self.log(f"skipped {ref} for task {task.name}: not found")
+        return parts
+
+    def check_overlap(self, task: TaskSpec, train: Part, dev: Part | None, tests: list[Part]) -> None:
+        """Warn when a task evaluates on sentences it trains on (identical word sequences)."""
+        seen = _sentence_hashes(train.store)
+        named = [("dev", dev)] if dev is not None else []
+        for role, part in named + [("test", p) for p in tests]:
+            if part is None:
+                continue
+            other = _sentence_hashes(part.store)
+            shared = len(np.intersect1d(seen, other))
+            if shared:
+                share = shared / max(len(np.unique(other)), 1)
+                what = "is the training split" if share == 1.0 else f"shares {share:.0%} of its sentences with"
+                self.warn(
+                    f"task {task.name!r}: {role} data {part.dataset}/{part.split} {what} "
+                    f"{train.dataset}/{train.split} ({shared} identical sentences): its scores measure "
+                    "memorisation, not generalisation"
+                )
+
+
+def _sentence_hashes(store: StoreLike) -> np.ndarray:
+    """A 64-bit hash of each sentence's word sequence, ``(n_sentences,)`` uint64, sorted."""
+    words = store.tokens["word"].astype(str).to_numpy()
+    offsets = np.asarray(store.offsets)
+    out = np.empty(len(offsets) - 1, dtype=np.uint64)
+    for i in range(len(out)):
+        text = "\x1f".join(words[offsets[i] : offsets[i + 1]]).encode("utf-8")
+        out[i] = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+    return np.sort(out)
+
+
+def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool, inventory) -> dict:
+    """Everything a job reads: a finished job is reused only if all of it matches."""
+    return {
+        "task": task.to_dict(),
+        "encoder": enc,
+        "baselines": with_baselines,
+        "stores": [p.store.key for p in parts],
+        "settings": exp.probe.to_dict(),
+        "wordnet": None if inventory is None else inventory.fingerprint(),
+    }
+
+
+def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True) -> Results:
+    """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
+    ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
+
+    Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
+    (stores, task, settings, WordNet inventory, probe code): an interrupted run resumes from its finished
+    jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
+    ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (e.g. a test split that
+    is the training split) under ``warnings``."""
+    from tqdm.auto import tqdm
+
+    from probing.paths import cache_dir
+
+    t_start = time.time()
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExperimentError(f"output folder {out_dir} exists and is not a folder")
+    run = _Run(exp, progress)
+    total = TaskOutput()
+    jobs_root = (exp.cache_dir or cache_dir()) / JOBS_DIR
+    for folder in (jobs_root.parent, jobs_root):
+        if folder.exists() and not folder.is_dir():
+            raise ExperimentError(f"cache folder {folder} exists and is not a folder (point cache_dir elsewhere)")
+    cache = JobCache(jobs_root)
+    cached = []
+    inventories: dict[str, Any] = {}
+    jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
+    bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
+
+    def tell(msg: str) -> None:
+        bar.set_postfix_str(msg, refresh=True)
+
+    for task, enc, first in jobs:
+        kind = TASK_KINDS[task.kind]
+        train = run.part(enc, task.train)
+        dev = run.part(enc, task.dev) if task.dev else None
+        tests = run.tests(task, enc)
+        bar.update(1)
+        if not tests:
+            continue
+        if first:
+            run.check_overlap(task, train, dev, tests)
+        inventory = None
+        if kind.uses_wordnet:
+            from probing.wordnet import inventory as resolve
+
+            inventory = inventories.setdefault(task.wordnet or "auto", resolve(task.wordnet or "auto"))
+        parts = [train, dev, *tests] if dev else [train, *tests]
+        key = cache.key(_job_inputs(exp, task, enc, parts, first, inventory))
+        out = cache.get(key)
+        if out is not None:
+            cached.append(f"{task.name}/{enc}")
+        else:
+            t0 = time.time()
+            job = Job(
+                task=task.name,
+                encoder=enc,
+                train=train,
+                dev=dev,
+                tests=tests,
+                settings=exp.probe,
+                options=task.options,
+                baselines=task.baselines,
+                with_baselines=first,
+                inventory=inventory,
+                progress=tell,
+            )
+            out = kind.run(job)
+            run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
+            cache.put(key, out)
+        total.extend(out)
+    bar.close()
+
+    results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
+    mix = pd.DataFrame(total.mix_weights, columns=MIX_COLUMNS)
+    per_tag = pd.DataFrame(total.per_tag, columns=PER_TAG_COLUMNS)
+    run.timings["total"] = round(time.time() - t_start, 3)
+    prov = run_provenance(
+        experiment=exp.to_dict(),
+        experiment_sha256=hashlib.sha256(exp.text.encode()).hexdigest(),
+        experiment_toml=exp.text,
+        encoders={
+            name: {
+                "kind": spec.kind,
+                "fingerprint": run.encoders[name].fingerprint,
+                "layer_names": list(run.encoders[name].layer_names),
+                "dim": int(run.encoders[name].dim),
+                "source": getattr(run.encoders[name], "source", None),
+            }
+            for name, spec in ((s.name, s) for s in exp.encoders)
+        },
+        stores=run.store_info,
+        probe=exp.probe.to_dict(),
+        seeds=list(exp.probe.seeds),
+        headlines={t.name: headline_metric(t.kind) for t in exp.tasks},
+        wordnet={name: inv.provenance() | {"fingerprint": inv.fingerprint()} for name, inv in inventories.items()},
+        probes=total.probes,
+        skipped=run.skipped,
+        warnings=run.warnings,
+        cached_jobs=cached,
+        timings=run.timings,
+    )
+    write_results(results, out_dir, prov)
+    write_side_table(mix, out_dir, "mix_weights")
+    write_side_table(per_tag, out_dir, "per_tag")
+    res = Results(
+        results=results,
+        mix_weights=mix,
+        per_tag=per_tag,
+        provenance=prov,
+        stores={(enc, ref.dataset, ref.split): p.store for (enc, ref), p in run.parts.items()},
+        out_dir=out_dir,
+    )
+    if progress:
+        hits = sum(s["cache_hit"] for s in run.store_info.values())
+        run.log(
+            f"{len(results)} result rows ({hits}/{len(run.store_info)} stores from the cache) in "
+            f"{run.timings['total']:.1f} s -> {out_dir}"
+        )
+    return res
+
+
+def extract_activations(
+    model: str,
+    corpus: str,
+    split: str | None = None,
+    *,
+    path: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    max_sentences: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+):
+    """``probing extract``: the store of ``model`` (see :func:`probing.encoders.get_encoder`) on dataset
+    ``corpus``/``split`` (optionally read from ``path``), extracted once and cached."""
+    from probing.corpora import load
+    from probing.store import extract
+
+    data = load(corpus, split, path=path)
+    if max_sentences:
+        data = data.head(max_sentences)
+    return extract(get_encoder(model, seed=seed), data, cache_dir=cache_dir, progress=progress)

@@ -1,0 +1,414 @@
+"""The experiment file: the spec dataclasses and the checked TOML (or dict) parser.
+
+The file names the encoders, the tasks with their data, the probe hyperparameters and the statistics::
+
+    [experiment]
+    name = "default"
+    seeds = [0, 1, 2]            # control-task seeds (and probe seeds when solver = "adam")
+    bootstrap = 1000             # bootstrap replicates over sentences for the 95 % CIs
+    cache_dir = "cache"          # activation stores (default: probing's cache); relative to this file
+    max_sentences = 500          # optional: use only the first N sentences of every split
+
+    [probe]
+    C = [0.001, 0.01, 0.1, 1, 10, 100]   # inverse L2 strengths, chosen on dev accuracy
+    max_iter = 100               # linear probe solver iterations
+    mix_max_iter = 300           # scalar-mix probe iterations
+    tol = 1e-4
+    solver = "lbfgs"             # or "adam" (stochastic: one fit per seed)
+    control = true               # control tasks (Hewitt & Liang 2019) for every layer
+    mix = true                   # learned scalar mix of all layers
+    concat = true                # concatenation of all layers
+
+    [quick]                      # overrides applied by load_experiment(..., quick=True)
+    max_sentences = 200
+    bootstrap = 200
+
+    [[encoders]]
+    name = "elmo"
+    kind = "elmo"                # elmo | random-elmo | glove
+    model = "default"            # a registry name; or options = "...", weights = "..."
+
+    [[encoders]]
+    name = "random-elmo"
+    kind = "random-elmo"
+    model = "default"            # architecture from this checkpoint (or options = "...")
+    seed = 0
+
+    [[encoders]]
+    name = "glove"
+    kind = "glove"
+    vectors = "glove-6b-50d"     # or a GloVe/word2vec text file
+
+    [[tasks]]
+    name = "upos"
+    kind = "tagging"             # tagging | supersense | wsd-1nn
+    label = "upos"               # token-table column (tagging only)
+    train = "demo-ud:train"      # "dataset:split", or {dataset = ..., split = ..., path = ...}
+    dev = "demo-ud:dev"          # optional: without it every 10th training sentence is held out
+    test = ["demo-ud:test"]
+    skip_missing = false         # true: test sets that are not found are skipped (and listed in provenance)
+
+A task kind adds its own keys (see :data:`probing.tasks.TASK_KINDS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from probing._toml import ExperimentError, Table, resolve_path
+from probing.encoders import ElmoEncoder, Encoder, RandomElmoEncoder, elmo_options_path, get_encoder
+from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ENCODER_KINDS = ("elmo", "random-elmo", "glove")
+WORDNET_KINDS = ("auto", "nltk", "bundled")
+QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
+MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
+
+
+@dataclass(frozen=True)
+class DataRef:
+    """One split of a named dataset (``probing.corpora.load``), optionally from an explicit ``path``."""
+
+    dataset: str
+    split: str
+    path: Path | None = None
+
+    def __str__(self) -> str:
+        return f"{self.dataset}:{self.split}"
+
+    def load(self, max_sentences: int | None = None):
+        from probing.corpora import load
+
+        corpus = load(self.dataset, self.split, path=self.path)
+        return corpus.head(max_sentences) if max_sentences else corpus
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """How to build one encoder (see the module docstring); :meth:`build` returns a lazy encoder."""
+
+    name: str
+    kind: str
+    model: str | None = None
+    options: Path | None = None
+    weights: Path | None = None
+    vectors: str | None = None
+    seed: int = 0
+    stateful: bool = False
+    batch_size: int = 64
+
+    def build(self) -> Encoder:
+        if self.kind == "glove":
+            enc = get_encoder("glove" if self.vectors in (None, "glove-6b-50d") else f"glove:{self.vectors}")
+            enc.name = self.name
+            return enc
+        if self.kind == "random-elmo":
+            options = self.options or elmo_options_path(self.model or "default")
+            return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
+        if self.options is not None:
+            return ElmoEncoder(
+                self.options, self.weights, stateful=self.stateful, batch_size=self.batch_size, name=self.name
+            )
+        return ElmoEncoder.pretrained(
+            self.model or "default", stateful=self.stateful, batch_size=self.batch_size, encoder_name=self.name
+        )
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: its kind, data, the encoders it probes, its baselines and the kind's own options
+    (e.g. ``label`` for tagging, ``metric`` for 1-NN WSD; see :data:`probing.tasks.TASK_KINDS`)."""
+
+    name: str
+    kind: str
+    train: DataRef
+    test: tuple[DataRef, ...]
+    dev: DataRef | None = None
+    encoders: tuple[str, ...] | None = None
+    baselines: tuple[str, ...] = ()
+    skip_missing: bool = False
+    wordnet: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "encoders": None if self.encoders is None else list(self.encoders),
+            "baselines": list(self.baselines),
+            "skip_missing": self.skip_missing,
+            "wordnet": self.wordnet,
+            **dict(self.options),
+            "train": _ref_dict(self.train),
+            "dev": _ref_dict(self.dev),
+            "test": [_ref_dict(r) for r in self.test],
+        }
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed, validated experiment file (build one with :func:`load_experiment`)."""
+
+    name: str
+    encoders: tuple[EncoderSpec, ...]
+    tasks: tuple[TaskSpec, ...]
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+    cache_dir: Path | None = None
+    max_sentences: int | None = None
+    quick_overrides: dict = field(default_factory=lambda: dict(QUICK_DEFAULTS))
+    source: Path | None = None
+    text: str = ""
+
+    def quick(self) -> Experiment:
+        """This experiment with its ``[quick]`` overrides (fewer sentences and bootstrap replicates, ...)."""
+        q = self.quick_overrides
+        probe = replace(
+            self.probe,
+            **{
+                k: v
+                for k, v in (
+                    ("n_boot", q.get("bootstrap")),
+                    ("seeds", q.get("seeds")),
+                    ("Cs", q.get("C")),
+                    ("max_iter", q.get("max_iter")),
+                    ("mix_max_iter", q.get("mix_max_iter")),
+                )
+                if v is not None
+            },
+        )
+        return replace(self, probe=probe, max_sentences=q.get("max_sentences", self.max_sentences))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved configuration (for provenance)."""
+        return {
+            "name": self.name,
+            "source": None if self.source is None else str(self.source),
+            "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
+            "max_sentences": self.max_sentences,
+            "probe": self.probe.to_dict(),
+            "encoders": [
+                {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
+            ],
+            "tasks": [t.to_dict() for t in self.tasks],
+        }
+
+
+def _ref_dict(r: DataRef | None) -> dict[str, Any] | None:
+    return (
+        None if r is None else {"dataset": r.dataset, "split": r.split, "path": None if r.path is None else str(r.path)}
+    )
+
+
+def _data_ref(t: Table, key: str, value: Any) -> DataRef:
+    where = f"{t.where}.{key}"
+    if isinstance(value, str):
+        dataset, sep, split = value.partition(":")
+        if not sep or not dataset or not split:
+            raise ExperimentError(
+                f"{t.source}: {where}: expected 'dataset:split' (e.g. 'demo-ud:train'), got {value!r}"
+            )
+        ref = DataRef(dataset, split)
+    elif isinstance(value, dict):
+        sub = Table(value, where, t.source, t.base)
+        ref = DataRef(sub.string("dataset"), sub.string("split"), sub.path("path"))
+        sub.done()
+    else:
+        raise ExperimentError(
+            f"{t.source}: {where}: expected 'dataset:split' or a table with dataset, split (and path), got {value!r}"
+        )
+    from probing.corpora.registry import DATASETS
+
+    if ref.dataset not in DATASETS:
+        raise ExperimentError(f"{t.source}: {where}: unknown dataset {ref.dataset!r}; known: {', '.join(DATASETS)}")
+    ds = DATASETS[ref.dataset]
+    if ref.split not in ds.splits and ref.dataset != "text":
+        raise ExperimentError(
+            f"{t.source}: {where}: dataset {ref.dataset!r} has no split {ref.split!r}; "
+            f"its splits are {', '.join(ds.splits)}"
+        )
+    return ref
+
+
+def _encoder(t: Table) -> EncoderSpec:
+    kind = t.string("kind", choices=ENCODER_KINDS)
+    name = t.string("name", kind)
+    spec = EncoderSpec(name=name, kind=kind)
+    if kind == "glove":
+        spec = replace(spec, vectors=t.string("vectors", "glove-6b-50d"))
+        if spec.vectors != "glove-6b-50d":
+            spec = replace(spec, vectors=str(resolve_path(spec.vectors, t.base)))
+    else:
+        options, model = t.path("options"), t.string("model", None)
+        weights = t.path("weights") if kind == "elmo" else None
+        if kind == "elmo" and (options is None) != (weights is None):
+            raise t.fail("weights" if weights is None else "options", "options and weights given together")
+        if options is not None and model is not None:
+            raise t.fail("model", "either model or options, not both", model)
+        for p, key in ((options, "options"), (weights, "weights")):
+            if p is not None and not p.is_file():
+                raise t.fail(key, "an existing file", str(p))
+        spec = replace(
+            spec,
+            model=model if options is None else None,
+            options=options,
+            weights=weights,
+            seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
+            stateful=t.boolean("stateful", False) if kind == "elmo" else False,
+            batch_size=t.integer("batch_size", 64, minimum=1),
+        )
+        if spec.model is not None:
+            from probing.elmo.hub import REGISTRY
+
+            if spec.model not in REGISTRY:
+                raise t.fail("model", f"a checkpoint name ({', '.join(REGISTRY)})", spec.model)
+    t.done()
+    return spec
+
+
+def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
+    kind = task_kind_of(t)
+    name = t.string("name", kind.name)
+    train = _data_ref(t, "train", t.get("train", "'dataset:split'", lambda v: True))
+    dev_value = t.get("dev", "'dataset:split'", lambda v: True, None)
+    dev = None if dev_value is None else _data_ref(t, "dev", dev_value)
+    if dev is not None and not kind.allows_dev:
+        raise t.fail("dev", f"no dev set (a {kind.name} task has no hyperparameter to choose)", dev_value)
+    test_value = t.get(
+        "test",
+        "a non-empty list of 'dataset:split'",
+        lambda v: (isinstance(v, list) and len(v) > 0) or isinstance(v, (str, dict)),
+    )
+    tests = tuple(
+        _data_ref(t, f"test[{i}]", v)
+        for i, v in enumerate(test_value if isinstance(test_value, list) else [test_value])
+    )
+    spec = TaskSpec(
+        name=name,
+        kind=kind.name,
+        train=train,
+        dev=dev,
+        test=tests,
+        encoders=t.string_list("encoders", None, choices=tuple(encoder_names)),
+        skip_missing=t.boolean("skip_missing", False),
+        baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
+        wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
+        options=kind.parse(t),
+    )
+    t.done()
+    return spec
+
+
+def task_kind_of(t: Table) -> TaskKind:
+    """The registered task kind a ``[[tasks]]`` table names (read at parse time, so kinds registered after
+    import count)."""
+    return TASK_KINDS[t.string("kind", choices=tuple(TASK_KINDS))]
+
+
+def parse_experiment(
+    text: str | Mapping[str, Any], *, source: str = "<string>", base: str | os.PathLike = "."
+) -> Experiment:
+    """Parse and validate an experiment: TOML ``text``, or the same structure as a Python dict (``source``
+    then names it in errors); relative paths are taken from ``base``."""
+    if isinstance(text, Mapping):
+        data, text = dict(text), json.dumps(text, sort_keys=True, default=str)
+        if source == "<string>":
+            source = "<dict>"
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ExperimentError(f"{source}: not valid TOML: {e}") from None
+    top = Table(data, "", source, Path(base))
+    exp = top.table("experiment")
+    probe = top.table("probe")
+    quick = top.table("quick")
+    seeds = exp.int_list("seeds", (0, 1, 2))
+    settings = ProbeSettings(
+        Cs=probe.number_list("C", ProbeSettings.Cs),
+        max_iter=probe.integer("max_iter", 100, minimum=1),
+        mix_max_iter=probe.integer("mix_max_iter", 300, minimum=1),
+        tol=probe.number("tol", 1e-4),
+        solver=probe.string("solver", "lbfgs", choices=("lbfgs", "adam")),
+        seeds=seeds,
+        n_boot=exp.integer("bootstrap", 1000, minimum=1, maximum=MAX_BOOTSTRAP),
+        control=probe.boolean("control", True),
+        mix=probe.boolean("mix", True),
+        concat=probe.boolean("concat", True),
+    )
+    quick_overrides = {
+        "max_sentences": quick.integer("max_sentences", QUICK_DEFAULTS["max_sentences"], minimum=1),
+        "bootstrap": quick.integer("bootstrap", QUICK_DEFAULTS["bootstrap"], minimum=1, maximum=MAX_BOOTSTRAP),
+        "seeds": quick.int_list("seeds", None),
+        "C": quick.number_list("C", None),
+        "max_iter": quick.integer("max_iter", None, minimum=1),
+        "mix_max_iter": quick.integer("mix_max_iter", None, minimum=1),
+    }
+    name = exp.string("name", Path(source).stem)
+    cache_dir = exp.path("cache_dir")
+    max_sentences = exp.integer("max_sentences", 0) or None
+    for t in (exp, probe, quick):
+        t.done()
+
+    raw_encoders = top.get(
+        "encoders", "a non-empty array of tables [[encoders]]", lambda v: isinstance(v, list) and len(v) > 0
+    )
+    encoders = [_encoder(Table(e, f"encoders[{i}]", source, Path(base))) for i, e in enumerate(raw_encoders)]
+    names = [e.name for e in encoders]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ExperimentError(f"{source}: encoders: two encoders are named {dup!r}; give each a distinct name")
+    raw_tasks = top.get("tasks", "a non-empty array of tables [[tasks]]", lambda v: isinstance(v, list) and len(v) > 0)
+    tasks = [_task(Table(t, f"tasks[{i}]", source, Path(base)), names) for i, t in enumerate(raw_tasks)]
+    keys = [(t.name, str(r)) for t in tasks for r in t.test]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ExperimentError(f"{source}: tasks: task {dup[0]!r} is evaluated on {dup[1]} twice")
+    top.done()
+    return Experiment(
+        name=name,
+        encoders=tuple(encoders),
+        tasks=tuple(tasks),
+        probe=settings,
+        cache_dir=cache_dir,
+        max_sentences=max_sentences,
+        quick_overrides=quick_overrides,
+        source=None,
+        text=text,
+    )
+
+
+def load_experiment(path: str | os.PathLike, *, quick: bool = False) -> Experiment:
+    """Read and validate an experiment TOML file (``"default"`` = the bundled default experiment).
+
+    ``quick=True`` applies the file's ``[quick]`` overrides (by default at most 200 sentences per split
+    and 200 bootstrap replicates). Errors name the file, the key and what was expected.
+    """
+    path = bundled_experiment(str(path)) if str(path) in bundled_experiments() else Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"experiment file not found: {path} (bundled: {', '.join(bundled_experiments())})")
+    text = path.read_text(encoding="utf-8")
+    exp = replace(parse_experiment(text, source=str(path), base=path.parent), source=path)
+    return exp.quick() if quick else exp
+
+
+def bundled_experiments() -> list[str]:
+    """Names of the experiment files shipped in ``probing/resources/experiments``."""
+    from probing.paths import resources_dir
+
+    return sorted(p.stem for p in (resources_dir() / "experiments").glob("*.toml"))
+
+
+def bundled_experiment(name: str) -> Path:
+    from probing.paths import resources_dir
+
+    return resources_dir() / "experiments" / f"{name}.toml"

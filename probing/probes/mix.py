@@ -1,0 +1,240 @@
+"""``ScalarMixProbe``: the scalar mix of Peters et al. (2018, Eq. 1) learned jointly with a linear classifier,
+and ``select_mix_l2``, its choice of C on dev data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from probing.errors import InputError
+from probing.probes.design import CHUNK_ROWS, _check_finite_chunk, _Design, _whitened_layers
+from probing.probes.solver import (
+    _check_C,
+    _check_common,
+    _encode_labels,
+    _index_labels,
+    _mix_objective,
+    _penalty_strength,
+    _run_lbfgs,
+    _softmax_proba,
+    _warm_l2_path,
+    _warn_not_converged,
+)
+
+
+def _as_layers(X, name: str, n_layers: int | None = None) -> list[np.ndarray]:
+    """(n, L, d) array, a list of L arrays (n, d), or a 2-D (n, L * d) array cut into ``n_layers`` (default
+    1) equal column blocks, as a list of 2-D numeric arrays (no copy)."""
+    if isinstance(X, (list, tuple)):
+        layers = [np.asarray(a) for a in X]
+    else:
+        X = np.asarray(X)
+        if X.ndim == 3:
+            layers = [X[:, j, :] for j in range(X.shape[1])]
+        elif X.ndim == 2:
+            L = n_layers or 1
+            if X.shape[1] % L:
+                raise InputError(f"{name}: X has {X.shape[1]} columns, which do not split into n_layers={L} layers")
+            d = X.shape[1] // L
+            layers = [X[:, j * d : (j + 1) * d] for j in range(L)]
+        else:
+            raise InputError(
+                f"{name}: X must have shape (n_samples, n_layers, dim), (n_samples, n_layers * dim) or be a list "
+                f"of (n_samples, dim) arrays; got an array of shape {X.shape}"
+            )
+    if not layers:
+        raise InputError(f"{name}: X has no layers")
+    if n_layers is not None and len(layers) != n_layers:
+        raise InputError(f"{name}: X has {len(layers)} layers, n_layers is {n_layers}")
+    for j, a in enumerate(layers):
+        if a.ndim != 2 or a.shape != layers[0].shape:
+            raise InputError(f"{name}: layer {j} has shape {a.shape}, expected {layers[0].shape} like layer 0")
+        if a.dtype.kind not in "biuf":
+            raise InputError(f"{name}: layer {j} has dtype {a.dtype}, expected a numeric dtype")
+    if layers[0].shape[0] == 0:
+        raise InputError(f"{name}: X has 0 samples")
+    return layers
+
+
+_CHECK = dict(dtype="numeric", ensure_all_finite=False, order=None, copy=False)
+
+
+def _is_table(X) -> bool:
+    """A single 2-D array-like (what scikit-learn passes), as opposed to a list of layers or an (n, L, d) array."""
+    if isinstance(X, (list, tuple)):
+        return bool(X) and np.asarray(X[0]).ndim <= 1
+    return np.asarray(X).ndim <= 2  # 1-D too, so that validate_data explains how to reshape it
+
+
+class ScalarMixProbe(ClassifierMixin, BaseEstimator):
+    """Learned scalar mix of layers feeding a linear softmax classifier (Peters et al. 2018, Eq. 1).
+
+    logits = (gamma * sum_j softmax(s)_j h_j) W^T + b, all trained jointly with L-BFGS on
+    mean cross-entropy + ||gamma W||_F^2 / (2 C n) (the ``LinearProbe`` objective on the mixed
+    features). Under an L2 penalty gamma and the scale of W are not separately identifiable
+    (gamma -> inf, W -> 0 would remove any penalty on W alone), so gamma is folded into the
+    classifier: ``coef_`` is gamma W, and ``gamma_ = ||coef_||_F`` (the gauge ||W||_F = 1).
+    ``mix_l2`` optionally adds ``mix_l2 / 2 * ||s||^2`` (Peters et al.'s regulariser on s).
+
+    X: an array (n, n_layers, dim), a list of n_layers arrays (n, dim) (e.g. fp16 memmaps), or a 2-D
+    array (n, n_layers * dim) whose column blocks are the layers (``n_layers``, default 1: the form in
+    which scikit-learn's tools pass data).
+    Attributes: ``classes_``, ``mix_weights_`` (softmax(s)), ``gamma_``, ``coef_``,
+    ``intercept_``, ``n_layers_``, ``dim_``, ``n_features_in_`` (n_layers * dim), ``n_iter_``.
+    """
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        *,
+        n_layers: int | None = None,
+        mix_l2: float = 0.0,
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        chunk_rows: int = CHUNK_ROWS,
+    ):
+        self.C = C
+        self.n_layers = n_layers
+        self.mix_l2 = mix_l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.chunk_rows = chunk_rows
+
+    def _prepare(self, X, y, C: float) -> tuple[list[np.ndarray], np.ndarray, _Design]:
+        """Validate, encode labels and build the whitened layer stack for penalty ``C``."""
+        name = type(self).__name__
+        _check_common(self, ("max_iter", "chunk_rows"))
+        if not (isinstance(self.mix_l2, (int, float)) and self.mix_l2 >= 0):
+            raise InputError(f"{name}: mix_l2 must be a non-negative number, got {self.mix_l2!r}")
+        if self.n_layers is not None and (
+            isinstance(self.n_layers, bool) or not isinstance(self.n_layers, int) or self.n_layers < 1
+        ):
+            raise InputError(f"{name}: n_layers must be a positive integer or None, got {self.n_layers!r}")
+        if _is_table(X):
+            X, y = validate_data(self, X, y, reset=True, **_CHECK)
+        layers = _as_layers(X, name, self.n_layers)
+        y = column_or_1d(np.asarray(y), warn=True)
+        n = layers[0].shape[0]
+        if len(y) != n:
+            raise InputError(f"{name}: X has {n} samples but y has {len(y)}")
+        self.classes_, y_idx = _encode_labels(y, name)
+        return layers, y_idx, _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, n))
+
+    def fit(self, X, y) -> ScalarMixProbe:
+        C = _check_C(self.C, type(self).__name__)
+        _, y_idx, design = self._prepare(X, y, C)
+        self._fit_design(design, y_idx, C)
+        return self
+
+    def _fit_design(self, design: _Design, y_idx: np.ndarray, C: float, init=None):
+        """L-BFGS over (s, theta, b) on the whitened stack; ``init`` = a previous (s, theta, b).
+
+        Each layer is centred, so the mix ``sum_j a_j h~_j`` has mean zero whatever the weights
+        a = softmax(s): the intercept b of the centred problem absorbs ``(a @ means) @ W^T``, which
+        is an exact reparametrisation (raw intercept = b - (a @ means) @ W^T) that keeps the mix
+        weights from trading off against the intercept. Returns the solution, for a warm start.
+        """
+        n, L, d = design.x.shape
+        k = 1 if len(self.classes_) == 2 else len(self.classes_)
+        binary = k == 1
+        lam = _penalty_strength(C, n)
+        s = torch.zeros(L, dtype=torch.float64)
+        theta = torch.zeros((k, d), dtype=torch.float64)
+        b = torch.zeros(k, dtype=torch.float64)
+        if init is not None:
+            for t, v in zip((s, theta, b), init):
+                t.copy_(torch.as_tensor(v))
+        target = torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)
+        penalty = lam * torch.from_numpy(1.0 / design.scale) ** 2
+        objective = _mix_objective(design.x, target, binary, penalty, self.mix_l2, s, theta, b)
+        n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol)
+        _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
+        a = torch.softmax(s, 0).numpy()
+        coef = (theta.numpy() / design.scale) @ design.basis.T
+        self.mix_weights_ = a
+        self.coef_ = coef
+        self.intercept_ = b.numpy() - coef @ (a @ design.mean)
+        self.gamma_ = float(np.linalg.norm(coef))
+        self.n_layers_ = L
+        self.dim_ = d
+        self.n_features_in_ = L * d
+        self.n_iter_ = n_iter
+        return s.clone(), theta.clone(), b.clone()
+
+    def _scores(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        name = type(self).__name__
+        if _is_table(X):
+            X = validate_data(self, X, reset=False, **_CHECK)
+        layers = _as_layers(X, name, self.n_layers_ if _is_table(X) else None)
+        if len(layers) != self.n_layers_ or layers[0].shape[1] != self.dim_:
+            raise InputError(
+                f"{name}: X has {len(layers)} layers of dim {layers[0].shape[1]}, but the probe "
+                f"was fit on {self.n_layers_} layers of dim {self.dim_}"
+            )
+        n = layers[0].shape[0]
+        out = np.empty((n, self.coef_.shape[0]))
+        for start in range(0, n, self.chunk_rows):
+            stop = min(start + self.chunk_rows, n)
+            mixed = sum(w * np.asarray(a[start:stop], dtype=np.float64) for w, a in zip(self.mix_weights_, layers))
+            _check_finite_chunk(mixed, start, "X")
+            out[start:stop] = mixed @ self.coef_.T + self.intercept_
+        return out
+
+    def decision_function(self, X) -> np.ndarray:
+        scores = self._scores(X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X) -> np.ndarray:
+        return _softmax_proba(self._scores(X))
+
+    def _predict_index(self, X) -> np.ndarray:
+        scores = self._scores(X)
+        return (scores[:, 0] > 0).astype(np.int64) if scores.shape[1] == 1 else scores.argmax(axis=1)
+
+    def predict(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        return self.classes_[self._predict_index(X)]
+
+
+def select_mix_l2(
+    X, y, X_dev, y_dev, Cs: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0), **probe_params
+) -> ScalarMixProbe:
+    """``select_l2`` for the scalar mix: fit ``ScalarMixProbe`` for each ``C`` (weakening penalties,
+    each warm-started from the previous solution on one whitened copy of the layers) and keep the one
+    with the best dev accuracy (ties to the smaller C). The probe carries ``l2_path_`` like
+    ``select_l2``'s. The scalar mix makes the problem non-convex, so the warm start can also steer
+    which local optimum a C ends in; it is deterministic either way.
+    """
+    if not len(Cs):
+        raise InputError("select_mix_l2: Cs is empty")
+    Cs = sorted(_check_C(c, "select_mix_l2") for c in Cs)
+    probe = ScalarMixProbe(**probe_params)
+    _, y_idx, design = probe._prepare(X, y, Cs[0])
+    dev_idx = _index_labels(y_dev, probe.classes_)
+    fitted = ("mix_weights_", "coef_", "intercept_", "gamma_", "n_iter_")
+
+    def fit(C: float, init):
+        init = probe._fit_design(design, y_idx, C, init=init)
+        return init, probe.n_iter_
+
+    (acc, C, attrs), path = _warm_l2_path(
+        Cs,
+        len(y_idx),
+        design,
+        probe.chunk_rows,
+        fit,
+        rescale=lambda init, factor: (init[0], init[1] * factor, init[2]),
+        dev_accuracy=lambda: float(np.mean(probe._predict_index(X_dev) == dev_idx)),
+        snapshot=lambda: {a: getattr(probe, a) for a in fitted},
+    )
+    for a, v in attrs.items():
+        setattr(probe, a, v)
+    probe.set_params(C=C)
+    probe.dev_score_ = acc
+    probe.l2_path_ = path
+    return probe

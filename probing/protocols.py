@@ -1,0 +1,74 @@
+"""The structural types the pipeline passes between its stages (DESIGN.md's contracts).
+
+Anything with these attributes works: the toolkit's own corpora, encoders and stores, or a user's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+
+@runtime_checkable
+class EncoderLike(Protocol):
+    """``encode`` returns one float32 ``(n_layers, len(sentence), dim)`` array per sentence, independent of
+    how sentences are batched, and not overwritten by a later call (the store reads them on another thread
+    while the next batch is encoded); ``oov_mask`` flags words the encoder has no vector for (all False for
+    character models)."""
+
+    name: str
+    fingerprint: str
+    layer_names: list[str]
+    dim: int
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class CorpusLike(Protocol):
+    """A named split that streams ``probing.corpora.Sentence``s and hashes its content. One that also has
+    ``fingerprint_and_lengths(copy_to=)`` and ``from_records`` (as ``probing.corpora.Corpus`` does) is
+    parsed once per extraction instead of three times."""
+
+    name: str
+    split: str
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fingerprint(self) -> str: ...
+
+
+@runtime_checkable
+class StoreLike(Protocol):
+    """Per-token activations aligned with a token table: ``layer(k)`` is ``(n_tokens, dim)``, ``tokens`` has
+    one row per token (DESIGN.md's columns), ``offsets`` is ``(n_sentences + 1,)`` row offsets."""
+
+    path: Path
+    manifest: dict
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def layer_names(self) -> list[str]: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def tokens(self) -> pd.DataFrame: ...
+
+    @property
+    def offsets(self) -> np.ndarray: ...
+
+    def __len__(self) -> int: ...
+
+    def layer_index(self, k: int | str) -> int: ...
+
+    def layer(self, k: int | str, rows: Any = None, dtype: Any = None) -> np.ndarray: ...

@@ -1,0 +1,151 @@
+"""The results schema owns metrics and headlines, and a new task kind is one module plus one registration:
+a toy kind registered here runs from an experiment file through the runner, the summary and the figures
+without any other module knowing it; a WSD task named "senses" keeps its F1 headline."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probing import figures as fg
+from probing._toml import ExperimentError
+from probing.experiment import parse_experiment, run_experiment
+from probing.results import (
+    METRICS,
+    Metric,
+    headline_metric,
+    headline_metrics,
+    layer_sort_key,
+    make_row,
+    register_metric,
+)
+from probing.tasks import TASK_KINDS, Job, TaskKind, TaskOutput, register_task_kind
+
+FIX = Path(__file__).parent / "fixtures"
+N = 12
+
+ENCODER = """
+[[encoders]]
+name = "elmo"
+kind = "elmo"
+options = "model/options.json"
+weights = "model/weights.hdf5"
+"""
+
+
+def _norms(job: Job) -> TaskOutput:
+    """The toy kind: the mean L2 norm of each layer's test vectors (no probe at all)."""
+    out = TaskOutput()
+    for part in job.tests:
+        for layer in part.store.layer_names:
+            norms = np.linalg.norm(part.store.layer(layer, dtype=np.float64), axis=1)
+            out.rows.append(make_row(job.task, part.dataset, part.split, job.encoder, layer, "mean-norm", norms.mean()))
+    return out
+
+
+@pytest.fixture
+def toy_kind(monkeypatch):
+    metric = Metric("mean-norm", "mean L2 norm", kinds=("toy-norm",), headline_for=("toy-norm",))
+    monkeypatch.setitem(METRICS, metric.name, metric)
+    kind = TaskKind("toy-norm", run=_norms, parse=lambda t: {"scale": t.number("scale", 1.0)})
+    monkeypatch.setitem(TASK_KINDS, kind.name, kind)
+    return kind
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    (tmp_path / "model").mkdir()
+    shutil.copy(FIX / "elmo_allennlp" / "options.json", tmp_path / "model" / "options.json")
+    shutil.copy(FIX / "elmo_allennlp" / "lm_weights.hdf5", tmp_path / "model" / "weights.hdf5")
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PROBING_DATA", raising=False)
+    return tmp_path
+
+
+def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
+    exp = parse_experiment(
+        f"""
+        [experiment]
+        max_sentences = {N}
+        {ENCODER}
+        [[tasks]]
+        name = "norms"
+        kind = "toy-norm"
+        scale = 2.5
+        train = "demo-ud:train"
+        test = ["demo-ud:test"]
+        """,
+        base=folder,
+    )
+    assert exp.tasks[0].options == {"scale": 2.5}  # the kind's own key, read by its parser
+    res = run_experiment(exp, folder / "out", progress=False)
+    store = res.store("elmo", "demo-ud", "test")
+    expected = [np.linalg.norm(store.layer(k, dtype=np.float64), axis=1).mean() for k in ("0", "1", "2")]
+    rows = res.results.set_index("layer")
+    np.testing.assert_allclose(rows.loc[["0", "1", "2"], "value"], expected, rtol=1e-12)
+    assert res.provenance["headlines"] == {"norms": "mean-norm"}
+    # the summary and the figures take the headline from the registry: not a percentage, not dropped
+    summary = res.summary()
+    np.testing.assert_allclose(
+        summary.loc[("norms", "demo-ud", "test", "elmo"), ["0", "1", "2"]], np.round(expected, 1)
+    )
+    assert fg.default_metric(res.results, "norms") == "mean-norm"
+    fg.layer_scores(res.results, "norms")  # draws without knowing the kind (raises on a missing metric)
+    # an unknown key of the toy kind is an error naming it, like any other task key
+    with pytest.raises(ExperimentError, match=r"tasks\[0\]: unknown key\(s\) 'nope'"):
+        parse_experiment(
+            f'{ENCODER}\n[[tasks]]\nkind = "toy-norm"\nnope = 1\ntrain = "demo-ud:train"\ntest = "demo-ud:test"',
+            base=folder,
+        )
+
+
+def test_register_task_kind_refuses_to_shadow_a_kind_silently():
+    with pytest.raises(ValueError, match="'tagging' is already registered"):
+        register_task_kind(replace(TASK_KINDS["tagging"], summary="another"))
+
+
+def test_a_wsd_task_named_senses_keeps_its_f1_headline(folder):
+    exp = parse_experiment(
+        f"""
+        [experiment]
+        max_sentences = {N}
+        bootstrap = 50
+        {ENCODER}
+        [[tasks]]
+        name = "senses"
+        kind = "wsd-1nn"
+        wordnet = "bundled"
+        baselines = ["wn-first-sense"]
+        train = "demo-semcor:train"
+        test = ["demo-semcor:test"]
+        """,
+        base=folder,
+    )
+    res = run_experiment(exp, folder / "out", progress=False)
+    assert set(res.results["metric"]) == {"f1"}
+    summary = res.summary()
+    f1 = res.results.set_index(["encoder", "layer"])["value"]
+    # F1 in percent for every layer and the baseline: the task's name plays no part
+    assert summary.loc[("senses", "demo-semcor", "test", "elmo"), "2"] == round(f1[("elmo", "2")] * 100, 1)
+    assert summary.loc[("senses", "demo-semcor", "test", "baseline"), "wn-first-sense"] == round(
+        f1[("baseline", "wn-first-sense")] * 100, 1
+    )
+    # without provenance too (a results.csv read back): F1 is the headline of a kind, found by metric
+    assert headline_metrics(res.results) == {"senses": "f1"}
+
+
+def test_headline_per_kind_and_layer_order():
+    assert headline_metric("wsd-1nn") == "f1" and headline_metric("tagging") == "accuracy"
+    results = pd.DataFrame({"task": ["a", "a", "b"], "metric": ["control-accuracy", "accuracy", "selectivity"]})
+    with pytest.raises(ValueError, match="task 'b' has no headline metric"):
+        headline_metrics(results)
+    assert headline_metrics(results.iloc[:2]) == {"a": "accuracy"}
+    layers = ["concat", "glove", "10", "2", "mix", "1b", "1f", "1", "0"]
+    assert sorted(layers, key=layer_sort_key) == ["0", "1", "1b", "1f", "2", "10", "mix", "concat", "glove"]
+    with pytest.raises(ValueError, match="already registered differently"):
+        register_metric(Metric("f1", "something else"))
