@@ -156,8 +156,22 @@ def test_token_table_columns_and_values():
     assert (
         list(table.columns)
         == list(TOKEN_COLUMNS)
-        == ["sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id"]
+        == [
+            "sentence_id",
+            "doc_id",
+            "position",
+            "word",
+            "upos",
+            "xpos",
+            "lemma",
+            "sense",
+            "instance_id",
+            "head",
+            "deprel",
+            "feats",
+        ]
     )
+    assert table["head"].tolist() == [-1, -1, -1, -1], "a sentence without heads gets head -1"
     assert table["position"].tolist() == [0, 1, 2, 0]
     assert table["sense"].tolist() == ["", "bank%1:14:00:: bank%1:14:01::", "", ""], "keys joined by a space"
     assert table["instance_id"].tolist() == ["", "d1.s1.t0", "", ""]
