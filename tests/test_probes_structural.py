@@ -321,3 +321,50 @@ def test_gold_predictions_score_one_on_all_rooted_trees_of_three_words():
         assert uuas([d], [list(heads)]) == 1.0
         assert root_acc([tree_depths(list(heads))], [list(heads)]) == 1.0
     assert valid == 9
+
+
+# --- stores -----------------------------------------------------------------------------------------
+
+
+def test_store_trees_and_sentences_come_from_the_token_table_and_memory_map(tmp_path):
+    """Heads written by extract() come back per sentence; StoreSentences slices the layer by offsets."""
+    from test_store_fakes import FakeEncoder
+
+    from probing.corpora import Corpus, Sentence
+    from probing.probes.structural import StoreSentences, store_punct, store_trees
+    from probing.store import Store, extract
+
+    sents = [
+        Sentence(
+            "a",
+            "d",
+            ["The", "cat", "sat", "on", "the", "mat", "."],
+            upos=["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"],
+            heads=CAT,
+        ),
+        Sentence("b", "d", ["Dogs", "bark"], upos=["NOUN", "VERB"], heads=[2, 0]),
+    ]
+    enc = FakeEncoder(dim=4, n_layers=2)
+    store = extract(enc, Corpus.from_sentences(sents, name="toy-ud", split="train"), cache_dir=tmp_path, progress=False)
+    assert [h.tolist() for h in store_trees(store)] == [CAT, [2, 0]]
+    assert [p.tolist() for p in store_punct(store)] == [CAT_PUNCT.tolist(), [False, False]]
+    X = StoreSentences(store, 1)
+    assert len(X) == 2 and X[1].dtype == np.float32
+    assert np.array_equal(X[1], np.asarray(store.layer(1)[7:9], dtype=np.float32)), "rows 7, 8 are sentence b"
+
+    flat = [Sentence("c", "d", ["Hi", "there"])]
+    no_heads = extract(
+        enc, Corpus.from_sentences(flat, name="plain-text", split="test"), cache_dir=tmp_path, progress=False
+    )
+    with pytest.raises(ValueError, match=r"corpus plain-text/test .* has no dependency heads .*sentence 'c'"):
+        store_trees(no_heads)
+
+    # a store written before the tree columns existed: its token table lacks them
+    import pyarrow.parquet as pq
+
+    tokens = store.path / "tokens.parquet"
+    pq.write_table(pq.read_table(tokens).drop(["head", "deprel", "feats"]), tokens)
+    old = Store.open(store.path)
+    assert old.tokens["head"].tolist() == [-1] * 9 and old.tokens["feats"].tolist() == [""] * 9
+    with pytest.raises(ValueError, match="toy-ud/train .* has no dependency heads"):
+        store_trees(old)
