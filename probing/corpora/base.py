@@ -95,7 +95,8 @@ def check_tree(heads, where: str) -> None:
     reaches_root = [False] * (n + 1)
     reaches_root[0] = True
     for start in range(1, n + 1):
-        path, node = [], start
+        path: list[int] = []
+        node = start
         while not reaches_root[node]:
             if node in path:
                 cycle = path[path.index(node) :]

@@ -118,7 +118,13 @@ def _sentences(path: Path) -> Iterator[Sentence]:
             if sent_id in seen:
                 raise CorpusFormatError(f"{where}: sentence id {sent_id!r} appears twice in this file")
             seen.add(sent_id)
-            words, upos, xpos, lemmas, heads, deprels, feats = [], [], [], [], [], [], []
+            words: list[str] = []
+            upos: list[str] = []
+            xpos: list[str] = []
+            lemmas: list[str] = []
+            heads: list[int | None] = []
+            deprels: list[str] = []
+            feats: list[str] = []
             for tok in tokenlist:
                 if not isinstance(tok["id"], int):
                     continue

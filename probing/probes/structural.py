@@ -487,6 +487,9 @@ class _StructuralProbe:
         """
         labels = self._check(X, trees, "fit")
         rng = np.random.default_rng(self.seed)
+        X_t: Sequence
+        X_d: Sequence
+        dev_labels: list[np.ndarray]
         if X_dev is None:
             if trees_dev is not None:
                 raise ValueError("fit: trees_dev given without X_dev")
@@ -616,7 +619,7 @@ class _Subset(Sequence):
     def __len__(self) -> int:
         return len(self._idx)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         return self._base[int(self._idx[i])]
 
 
@@ -643,7 +646,7 @@ class StoreSentences(Sequence):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if not -len(self) <= i < len(self):
             raise IndexError(f"sentence {i} out of range for {len(self)} sentences")
         i %= len(self)
