@@ -156,8 +156,22 @@ def test_token_table_columns_and_values():
     assert (
         list(table.columns)
         == list(TOKEN_COLUMNS)
-        == ["sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id"]
+        == [
+            "sentence_id",
+            "doc_id",
+            "position",
+            "word",
+            "upos",
+            "xpos",
+            "lemma",
+            "sense",
+            "instance_id",
+            "head",
+            "deprel",
+            "feats",
+        ]
     )
+    assert table["head"].tolist() == [-1, -1, -1, -1], "a sentence without heads gets head -1"
     assert table["position"].tolist() == [0, 1, 2, 0]
     assert table["sense"].tolist() == ["", "bank%1:14:00:: bank%1:14:01::", "", ""], "keys joined by a space"
     assert table["instance_id"].tolist() == ["", "d1.s1.t0", "", ""]
@@ -473,3 +487,76 @@ def test_bytes_that_are_not_utf8_name_the_file(tmp_path, reader, suffix):
     path.write_bytes((UD / "en_ewt-ud-dev.conllu").read_bytes() + "# caf\xe9\n".encode("latin-1"))
     with pytest.raises(CorpusFormatError, match=rf"{path}: not UTF-8 text after line \d+"):
         list(reader(path))
+
+
+# --- dependency trees (HEAD, DEPREL, FEATS) ------------------------------------------------------------
+
+
+def test_conllu_keeps_heads_deprels_and_raw_feats():
+    (s, *_) = read_conllu(UD / "en_ewt-ud-train.conllu")
+    assert s.words == ["They", "recently", "surprised", "me", "a", "larger", "order", "."]
+    assert s.heads == [3, 3, 0, 3, 7, 7, 3, 3], "HEAD column of the fixture's first sentence"
+    assert s.deprels == ["nsubj", "advmod", "root", "obj", "det", "amod", "obl", "punct"]
+    assert s.feats[0] == "Case=Nom|Number=Plur|Person=3|PronType=Prs" and s.feats[1] == "", "raw string, _ -> ''"
+
+
+def test_conllu_heads_with_multiword_tokens_and_empty_nodes(tmp_path):
+    """Ids 1..n of the syntactic words are the 1-based positions: the range 2-3 and the node 3.1 add none."""
+    path = tmp_path / "mwt.conllu"
+    path.write_text(
+        "# sent_id = m1\n"
+        "1\tI\tI\tPRON\tPRP\tCase=Nom\t2\tnsubj\t_\t_\n"
+        "2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+        "2\tca\tcan\tAUX\tMD\t_\t0\troot\t_\t_\n"
+        "3\tn't\tnot\tPART\tRB\t_\t2\tadvmod\t_\t_\n"
+        "3.1\tgo\tgo\tVERB\tVB\t_\t_\t_\t2:xcomp\t_\n"
+        "4\t.\t.\tPUNCT\t.\t_\t2\tpunct\t_\t_\n\n",
+        encoding="utf-8",
+    )
+    (s,) = read_conllu(path)
+    assert s.words == ["I", "ca", "n't", "."] and s.heads == [2, 0, 2, 2]
+    assert s.deprels == ["nsubj", "root", "advmod", "punct"] and s.feats == ["Case=Nom", "", "", ""]
+
+
+def test_conllu_without_heads_has_none(tmp_path):
+    path = tmp_path / "flat.conllu"
+    path.write_text("1\tHi\thi\tINTJ\tUH\t_\t_\t_\t_\t_\n2\tyou\tyou\tPRON\tPRP\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
+    (s,) = read_conllu(path)
+    assert s.heads is None and s.deprels is None and s.feats is None
+
+
+@pytest.mark.parametrize(
+    "heads,message",
+    [
+        ("0 0", r"bad.conllu:2: sentence 'b1': 2 roots"),
+        ("2 1", r"bad.conllu:2: sentence 'b1': 0 roots"),
+        ("0 _", r"bad.conllu:2: sentence 'b1': words \[2\] have no HEAD but others do"),
+    ],
+)
+def test_conllu_heads_that_are_not_a_tree_name_file_and_sentence(tmp_path, heads, message):
+    h1, h2 = heads.split()
+    path = tmp_path / "bad.conllu"
+    path.write_text(
+        f"\n# sent_id = b1\n1\tHi\thi\tINTJ\tUH\t_\t{h1}\tdep\t_\t_\n2\tyou\tyou\tPRON\tPRP\t_\t{h2}\tdep\t_\t_\n\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CorpusFormatError, match=message):
+        list(read_conllu(path))
+
+
+def test_fingerprint_appends_tree_fields_only_when_present_and_the_copy_replays_them(tmp_path):
+    """A sentence without heads/deprels/feats keeps its 8-field record (so stores of such corpora keep
+    their keys); one with them appends [heads, deprels, feats]."""
+    tree = Sentence("t1", "d", ["Dogs", "bark"], heads=[2, 0], deprels=["nsubj", "root"], feats=["Number=Plur", ""])
+    h = hashlib.sha256(b"probing-corpus/1\n")
+    record = ["t1", "d", ["Dogs", "bark"], None, None, None, None, None, [2, 0], ["nsubj", "root"], ["Number=Plur", ""]]
+    h.update(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    corpus = Corpus.from_sentences([tree], name="t")
+    assert corpus.fingerprint() == h.hexdigest()
+    copy = tmp_path / "copy.jsonl"
+    with open(copy, "wb") as f:
+        corpus.fingerprint_and_lengths(copy_to=f)
+    (back,) = Corpus.from_records(copy, name="t", split="all")
+    assert (back.heads, back.deprels, back.feats) == (tree.heads, tree.deprels, tree.feats)
+    table = corpus.token_table()
+    assert table["head"].tolist() == [2, 0] and table["deprel"].tolist() == ["nsubj", "root"]

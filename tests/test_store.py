@@ -68,6 +68,9 @@ def expected_tokens(corpus: FakeCorpus, encoder: FakeEncoder) -> pd.DataFrame:
                     "sense": " ".join(s.senses[p]) if s.senses else "",
                     "instance_id": (s.instance_ids[p] or "") if s.instance_ids else "",
                     "oov": bool(encoder.oov_mask([w])[0]),
+                    "head": int(s.heads[p]) if getattr(s, "heads", None) else -1,
+                    "deprel": s.deprels[p] if getattr(s, "deprels", None) else "",
+                    "feats": s.feats[p] if getattr(s, "feats", None) else "",
                 }
             )
     return pd.DataFrame(rows)

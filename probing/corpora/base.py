@@ -15,8 +15,22 @@ import pandas as pd
 
 from probing.errors import InputError, ProbingError
 
-ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids")
-TOKEN_COLUMNS = ("sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id")
+ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids", "heads", "deprels", "feats")
+TREE_FIELDS = ("heads", "deprels", "feats")
+TOKEN_COLUMNS = (
+    "sentence_id",
+    "doc_id",
+    "position",
+    "word",
+    "upos",
+    "xpos",
+    "lemma",
+    "sense",
+    "instance_id",
+    "head",
+    "deprel",
+    "feats",
+)
 FINGERPRINT_VERSION = "probing-corpus/1"
 
 
@@ -30,7 +44,9 @@ class Sentence:
 
     Every annotation that is not None has one item per word. ``senses`` holds WordNet 3.0 sense keys
     (``()`` for tokens that are not annotated instances); ``instance_ids`` is None for such tokens.
-    Missing single annotations inside a list are ``""``.
+    ``heads`` is the dependency tree: the head of word i as a 1-based position over ``words``, 0 for
+    the root; when given it must form one tree (exactly one root, every word reaches it). ``deprels``
+    and ``feats`` are the raw DEPREL and FEATS strings. Missing single annotations inside a list are ``""``.
     """
 
     id: str
@@ -41,6 +57,9 @@ class Sentence:
     lemmas: list[str] | None = None
     senses: list[tuple[str, ...]] | None = None
     instance_ids: list[str | None] | None = None
+    heads: list[int] | None = None
+    deprels: list[str] | None = None
+    feats: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -60,6 +79,34 @@ class Sentence:
                     f"sentence {self.id!r}: {field} has {len(values)} items but words has {n}; "
                     "every annotation needs one item per word"
                 )
+        if self.heads is not None:
+            check_tree(self.heads, f"sentence {self.id!r}")
+
+
+def check_tree(heads, where: str) -> None:
+    """ValueError starting with ``where`` unless ``heads`` (1-based, 0 = root) is one dependency tree."""
+    n = len(heads)
+    for i, h in enumerate(heads):
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 0 <= h <= n:
+            raise InputError(f"{where}: head of word {i + 1} is {h!r}, expected an integer in 0..{n} (0 = root)")
+        if h == i + 1:
+            raise InputError(f"{where}: word {i + 1} is its own head; heads must form a tree")
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    if len(roots) != 1:
+        raise InputError(f"{where}: {len(roots)} roots (words {roots}), a dependency tree has exactly one")
+    reaches_root = [False] * (n + 1)
+    reaches_root[0] = True
+    for start in range(1, n + 1):
+        path: list[int] = []
+        node = start
+        while not reaches_root[node]:
+            if node in path:
+                cycle = path[path.index(node) :]
+                raise InputError(f"{where}: heads form a cycle through words {cycle}; heads must form a tree")
+            path.append(node)
+            node = int(heads[node - 1])
+        for visited in path:
+            reaches_root[visited] = True
 
 
 def make_sentence(where: str, **fields) -> Sentence:
@@ -72,7 +119,9 @@ def make_sentence(where: str, **fields) -> Sentence:
 
 def _fingerprint_record(s: Sentence) -> bytes:
     senses = None if s.senses is None else [list(t) for t in s.senses]
-    record = [s.id, s.doc_id, s.words, s.upos, s.xpos, s.lemmas, senses, s.instance_ids]
+    record: list = [s.id, s.doc_id, s.words, s.upos, s.xpos, s.lemmas, senses, s.instance_ids]
+    if s.heads is not None or s.deprels is not None or s.feats is not None:
+        record += [None if s.heads is None else [int(h) for h in s.heads], s.deprels, s.feats]
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
@@ -136,8 +185,10 @@ class Corpus:
 
         Encoding (version ``probing-corpus/1``): the bytes ``b"probing-corpus/1\\n"``, then per sentence one
         line of compact UTF-8 JSON ``[id, doc_id, words, upos, xpos, lemmas, senses, instance_ids]``
-        (absent annotations are ``null``, sense tuples are lists) followed by ``\\n``. Name, split, source
-        and licence are not part of it: equal content gives an equal fingerprint.
+        (absent annotations are ``null``, sense tuples are lists) followed by ``\\n``. A sentence with any
+        of ``heads``, ``deprels``, ``feats`` appends those three (``null`` when absent), so a corpus without
+        them keeps the fingerprint it had before they existed. Name, split, source and licence are not
+        part of it: equal content gives an equal fingerprint.
         """
         return self.fingerprint_and_lengths()[0]
 
@@ -172,7 +223,11 @@ class Corpus:
                     raise CorpusFormatError(f"{path}:1: expected the header {FINGERPRINT_VERSION!r}")
                 for lineno, line in enumerate(f, start=2):
                     try:
-                        id_, doc_id, words, upos, xpos, lemmas, senses, instance_ids = json.loads(line)
+                        record = json.loads(line)
+                        if not isinstance(record, list) or len(record) not in (8, 11):
+                            raise InputError("expected a JSON list of 8 or 11 fields")
+                        id_, doc_id, words, upos, xpos, lemmas, senses, instance_ids = record[:8]
+                        heads, deprels, feats = record[8:] if len(record) == 11 else (None, None, None)
                     except (ValueError, TypeError) as e:
                         raise CorpusFormatError(f"{path}:{lineno}: expected one sentence record: {e}") from None
                     yield make_sentence(
@@ -185,12 +240,16 @@ class Corpus:
                         lemmas=lemmas,
                         instance_ids=instance_ids,
                         senses=None if senses is None else [tuple(k) for k in senses],
+                        heads=heads,
+                        deprels=deprels,
+                        feats=feats,
                     )
 
         return cls(records, name=name, split=split, source=str(path), **kwargs)
 
     def token_table(self) -> pd.DataFrame:
-        """One row per token with DESIGN.md's token-table columns (all but ``oov``); missing values are ``""``."""
+        """One row per token with DESIGN.md's token-table columns (all but ``oov``); missing values are ``""``
+        (``head``: -1; otherwise the 1-based head position, 0 for the root)."""
         cols: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
         for s in self:
             n = len(s.words)
@@ -203,6 +262,10 @@ class Corpus:
             cols["sense"].extend([" ".join(k) for k in s.senses] if s.senses is not None else [""] * n)
             ids = s.instance_ids if s.instance_ids is not None else [None] * n
             cols["instance_id"].extend(i if i is not None else "" for i in ids)
+            cols["head"].extend(s.heads if s.heads is not None else [-1] * n)
+            cols["deprel"].extend(s.deprels if s.deprels is not None else [""] * n)
+            cols["feats"].extend(s.feats if s.feats is not None else [""] * n)
         table = pd.DataFrame(cols, columns=list(TOKEN_COLUMNS))
-        table["position"] = table["position"].astype("int64")
+        for col in ("position", "head"):
+            table[col] = table[col].astype("int64")
         return table

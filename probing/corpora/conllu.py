@@ -2,7 +2,10 @@
 
 Words are the syntactic words: multiword-token ranges (``3-4``) and empty nodes (``8.1``) are skipped,
 so ``can't`` gives the two words ``ca`` and ``n't``. ``upos``, ``xpos`` and ``lemmas`` come from their
-columns (``_`` becomes ``""``, except a lemma ``_`` of the word ``_``). The sentence id is ``# sent_id``
+columns (``_`` becomes ``""``, except a lemma ``_`` of the word ``_``). HEAD gives ``heads`` (word ids
+are 1..n, so a head is a 1-based position over the words; 0 = root) when every word has one, and
+``None`` when no word has one; DEPREL and FEATS are kept as raw strings (``deprels``/``feats``, ``None``
+when the whole column is ``_``). The sentence id is ``# sent_id``
 (else ``<file>-<n>``); the doc id is the last ``# newdoc id``, else the sent_id without its trailing
 number (``doc-0003`` -> ``doc``), else the file name.
 """
@@ -22,7 +25,8 @@ from probing.corpora._files import base_name, open_text, require_file
 from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
 
 _N_COLUMNS = 10
-_FIELDS = ("id", "form", "lemma", "upos", "xpos")  # the columns read; the other five are only counted
+_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel")  # DEPS and MISC are only counted
+_RAW = {"feats": lambda line, i: line[i]}  # FEATS as written, not parsed into a dict
 _LIBRARY_SEPARATOR = re.compile(r"\t| {2,}")  # how the conllu library splits a token line
 _TRAILING_NUMBER = re.compile(r"[-_.:]?\d+$")
 
@@ -78,7 +82,7 @@ class _TrackedLines(io.TextIOBase):
             if line.startswith("#"):
                 continue
             try:
-                _conllu.parse(line, fields=_FIELDS)
+                _conllu.parse(line, fields=_FIELDS, field_parsers=_RAW)
             except ParseException as e:
                 return CorpusFormatError(f"{self.path}:{lineno}: {e}: {line.rstrip()[:80]!r}")
         return CorpusFormatError(f"{self.path}:{self.block_start}: sentence block rejected: {error}")
@@ -94,7 +98,7 @@ def _sentences(path: Path) -> Iterator[Sentence]:
     doc_id: str | None = None
     with open_text(path) as fh:
         lines = _TrackedLines(path, fh)
-        parsed = _conllu.parse_incr(lines, fields=_FIELDS)
+        parsed = _conllu.parse_incr(lines, fields=_FIELDS, field_parsers=_RAW)
         n = 0
         while True:
             try:
@@ -114,17 +118,37 @@ def _sentences(path: Path) -> Iterator[Sentence]:
             if sent_id in seen:
                 raise CorpusFormatError(f"{where}: sentence id {sent_id!r} appears twice in this file")
             seen.add(sent_id)
-            words, upos, xpos, lemmas = [], [], [], []
+            words: list[str] = []
+            upos: list[str] = []
+            xpos: list[str] = []
+            lemmas: list[str] = []
+            heads: list[int | None] = []
+            deprels: list[str] = []
+            feats: list[str] = []
             for tok in tokenlist:
                 if not isinstance(tok["id"], int):
                     continue
+                if tok["id"] != len(words) + 1:
+                    raise CorpusFormatError(
+                        f"{where}: sentence {sent_id!r}: word id {tok['id']} follows word {len(words)}; "
+                        "word ids must run 1, 2, 3, ..."
+                    )
                 form = tok["form"]
+                heads.append(tok["head"])
+                deprels.append(_missing(tok["deprel"]))
+                feats.append(_missing(tok["feats"]))
                 words.append(form)
                 upos.append(_missing(tok["upos"]))
                 xpos.append(_missing(tok["xpos"]))
                 lemma = tok["lemma"]
                 lemmas.append(lemma if lemma == "_" and form == "_" else _missing(lemma))
             doc = doc_id or (_TRAILING_NUMBER.sub("", sent_id) if "sent_id" in meta else stem) or stem
+            missing = [i + 1 for i, h in enumerate(heads) if h is None]
+            if missing and len(missing) < len(heads):
+                raise CorpusFormatError(
+                    f"{where}: sentence {sent_id!r}: words {missing[:10]} have no HEAD but others do; "
+                    "give every word a head (0 for the root) or none"
+                )
             yield make_sentence(
                 where,
                 id=sent_id,
@@ -133,6 +157,9 @@ def _sentences(path: Path) -> Iterator[Sentence]:
                 upos=upos,
                 xpos=xpos,
                 lemmas=lemmas,
+                heads=None if missing else heads,
+                deprels=deprels if any(deprels) else None,
+                feats=feats if any(feats) else None,
             )
 
 

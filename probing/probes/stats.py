@@ -96,3 +96,46 @@ def mean_and_ci_over_seeds(values: Sequence[float], alpha: float = 0.05) -> tupl
         return mean, float("nan"), float("nan")
     half = float(_st.t.ppf(1 - alpha / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
     return mean, mean - half, mean + half
+
+
+def bootstrap_ci_mean_of_means(
+    values,
+    strata,
+    *,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval for the mean over strata of the per-stratum mean of ``values``.
+
+    values : one score per item (e.g. per sentence); strata : the item's stratum (e.g. its length).
+    Items are resampled with replacement; a stratum absent from a replicate is left out of that
+    replicate's mean, as it is left out of the statistic when a corpus has no sentence of that length
+    (Hewitt & Manning's DSpr./NSpr. average over the lengths present).
+    """
+    _check_alpha(alpha)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InputError(f"bootstrap_ci_mean_of_means: n_boot must be a positive integer, got {n_boot!r}")
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise InputError(f"bootstrap_ci_mean_of_means: values must be a non-empty 1-D array, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise InputError("bootstrap_ci_mean_of_means: values contain NaN or infinity")
+    s = np.asarray(strata)
+    if s.shape != x.shape:
+        raise InputError(f"bootstrap_ci_mean_of_means: strata has shape {s.shape}, expected {x.shape} like values")
+    _, codes = np.unique(s, return_inverse=True)
+    k = int(codes.max()) + 1
+    rng = np.random.default_rng(seed)
+    n = x.size
+    reps = np.empty(n_boot)
+    block = max(1, _GATHER_BUDGET // n)
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        idx = rng.integers(0, n, size=(b, n))
+        cell = (np.arange(b)[:, None] * k + codes[idx]).ravel()
+        sums = np.bincount(cell, weights=x[idx].ravel(), minlength=b * k).reshape(b, k)
+        counts = np.bincount(cell, minlength=b * k).reshape(b, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps[start : start + b] = np.nanmean(sums / counts, axis=1)
+    return _percentiles(reps, alpha)

@@ -58,7 +58,11 @@ TOKEN_COLUMNS = (
     "sense",
     "instance_id",
     "oov",
+    "head",
+    "deprel",
+    "feats",
 )
+TREE_COLUMNS = {"head": -1, "deprel": "", "feats": ""}  # added after format 1's first stores; value when absent
 
 
 class StoreError(ProbingError, ValueError):

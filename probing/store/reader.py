@@ -17,6 +17,7 @@ from probing.store.format import (
     FORMAT_VERSION,
     MANIFEST,
     OFFSETS,
+    TREE_COLUMNS,
     StoreCorruptError,
     StoreError,
     hash_region,
@@ -154,9 +155,17 @@ class Store:
 
     @property
     def tokens(self) -> pd.DataFrame:
-        """The token table (columns of DESIGN.md), loaded on first access."""
+        """The token table (columns of DESIGN.md), loaded on first access.
+
+        A store written before the tree columns existed gets ``head`` -1, ``deprel`` and ``feats`` ``""``.
+        """
         if self._tokens is None:
             self._tokens = pd.read_parquet(self.path / self.manifest["tokens"]["file"])
+            for column, missing in TREE_COLUMNS.items():
+                if column not in self._tokens.columns:
+                    self._tokens[column] = np.full(
+                        len(self._tokens), missing, dtype=np.int64 if missing == -1 else object
+                    )
             if len(self._tokens) != len(self):
                 raise StoreError(
                     f"{self.path / self.manifest['tokens']['file']}: {len(self._tokens)} rows, expected {len(self)}"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from probing._io import atomic_path
-from probing.store.format import TOKEN_COLUMNS, StoreError
+from probing.store.format import TOKEN_COLUMNS, TREE_COLUMNS, StoreError
 
 try:
     import pyarrow as pa
@@ -18,7 +18,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError("probing.store writes its token table as Parquet and needs pyarrow: pip install pyarrow") from e
 
 SCHEMA = pa.schema(
-    [(c, pa.int64() if c == "position" else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
+    [(c, pa.int64() if c in ("position", "head") else pa.bool_() if c == "oov" else pa.string()) for c in TOKEN_COLUMNS]
 )
 
 _FIELDS = (
@@ -27,6 +27,8 @@ _FIELDS = (
     ("lemma", "lemmas"),
     ("sense", "senses"),
     ("instance_id", "instance_ids"),
+    ("deprel", "deprels"),
+    ("feats", "feats"),
 )
 
 
@@ -44,7 +46,8 @@ def _annotation(sentence: Any, field: str, n: int) -> list:
 
 
 def token_table(sentences: Sequence[Any], encoder: Any) -> pa.Table:
-    """Rows for ``sentences`` in order; ``oov`` from ``encoder.oov_mask``; missing annotations are ``""``."""
+    """Rows for ``sentences`` in order; ``oov`` from ``encoder.oov_mask``; missing annotations are ``""``,
+    a missing ``head`` is -1 (else the 1-based head position, 0 for the root)."""
     cols: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
     for s in sentences:
         words = list(s.words)
@@ -55,6 +58,8 @@ def token_table(sentences: Sequence[Any], encoder: Any) -> pa.Table:
         cols["word"] += words
         for column, field in _FIELDS:
             cols[column] += _annotation(s, field, n)
+        heads = getattr(s, "heads", None)
+        cols["head"] += [-1] * n if heads is None else [int(h) for h in _annotation(s, "heads", n)]
         if n:
             oov = np.asarray(encoder.oov_mask(words))
             if oov.shape != (n,):
@@ -73,10 +78,20 @@ def write_part(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path)
 
 
+def with_tree_columns(table: pa.Table) -> pa.Table:
+    """``table`` with the tree columns it lacks (a part or store written before they existed) filled in."""
+    for column, missing in TREE_COLUMNS.items():
+        if column not in table.column_names:
+            table = table.append_column(
+                SCHEMA.field(column), pa.array([missing] * table.num_rows, SCHEMA.field(column).type)
+            )
+    return table.select(list(TOKEN_COLUMNS))
+
+
 def concat_parts(parts: Sequence[Path], dest: Path) -> None:
     """Concatenate Parquet parts into ``dest`` (atomically), one part in memory at a time."""
     with atomic_path(dest) as tmp:
         with pq.ParquetWriter(tmp, SCHEMA) as writer:
             for p in parts:
                 for batch in pq.ParquetFile(p).iter_batches(batch_size=1 << 16):
-                    writer.write_batch(batch)
+                    writer.write_table(with_tree_columns(pa.Table.from_batches([batch])))
