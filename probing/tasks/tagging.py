@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 LabelFn = Callable[[pd.DataFrame], np.ndarray]
 TAGGING_BASELINES = ("majority", "most-frequent-tag")
 # token-table columns that are not per-token labels a probe could predict
-_NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov"}
+_NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov", "head"}
 LABEL_COLUMNS = tuple(c for c in TOKEN_COLUMNS if c not in _NOT_LABELS)
 
 
