@@ -16,10 +16,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
+nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the dev extra (nbformat, nbclient)")
 pytestmark = pytest.mark.notebooks
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
