@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -160,7 +161,9 @@ def _run(args: argparse.Namespace) -> int:
     from .experiment import load_experiment, run_experiment
 
     exp = load_experiment(args.experiment, quick=args.quick)
-    res = run_experiment(exp, args.out, progress=not args.quiet)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # printed below, once, from provenance
+        res = run_experiment(exp, args.out, progress=not args.quiet)
     summary = res.summary()
     print(
         f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
@@ -169,6 +172,8 @@ def _run(args: argparse.Namespace) -> int:
     if not summary.empty:
         print("scores in percent, mean over seeds:")
         print(summary.to_string(na_rep=""))
+    for msg in res.provenance.get("warnings", []):
+        print(f"warning: {msg}", file=sys.stderr)
     print(f"figures and report: probing report {res.out_dir}")
     return 0
 

@@ -149,3 +149,20 @@ def test_headline_per_kind_and_layer_order():
     assert sorted(layers, key=layer_sort_key) == ["0", "1", "1b", "1f", "2", "10", "mix", "concat", "glove"]
     with pytest.raises(ValueError, match="already registered differently"):
         register_metric(Metric("f1", "something else"))
+
+
+def test_probe_warnings_name_grid_edges_and_unconverged_fits():
+    from probing.experiment.runner import probe_warnings
+
+    probes = [
+        {"task": "upos", "encoder": "elmo", "layer": "0", "C": 100.0, "converged": True},
+        {"task": "upos", "encoder": "elmo", "layer": "1", "C": 10.0, "converged": False},
+        {"task": "upos", "encoder": "glove", "layer": "glove", "C": 1.0, "converged": True},
+    ]
+    msgs = probe_warnings(probes, (1.0, 10.0, 100.0))
+    # one message per end of the grid that was chosen, and one for the fit that hit max_iter
+    assert len(msgs) == 3
+    assert "chose the smallest C" in msgs[0] and "upos/glove/glove" in msgs[0] and "smaller" in msgs[0]
+    assert "chose the largest C" in msgs[1] and "upos/elmo/0" in msgs[1]
+    assert "stopped at max_iter" in msgs[2] and "upos/elmo/1" in msgs[2]
+    assert probe_warnings(probes, (10.0,)) == [msgs[2]]  # a single C is the user's choice, not a grid edge

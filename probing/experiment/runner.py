@@ -192,6 +192,33 @@ def _sentence_hashes(store: StoreLike) -> np.ndarray:
     return np.sort(out)
 
 
+def probe_warnings(probes: list[dict], Cs: tuple[float, ...]) -> list[str]:
+    """Plain-language warnings about the fitted probes' notes: a C chosen at an end of a grid of several
+    values (the best C may lie beyond it: extend the grid that way), and fits that stopped at max_iter."""
+    out = []
+    edges = {min(Cs): "smallest", max(Cs): "largest"} if len(Cs) > 1 else {}
+    at_edge = [p for p in probes if p.get("C") in edges]
+    for side in ("smallest", "largest"):
+        hit = [p for p in at_edge if edges[p["C"]] == side]
+        if hit:
+            what = ", ".join(f"{p['task']}/{p['encoder']}/{p['layer']}" for p in hit[:6])
+            more = f" and {len(hit) - 6} more" if len(hit) > 6 else ""
+            direction = "smaller" if side == "smallest" else "larger"
+            out.append(
+                f"{len(hit)} probe(s) chose the {side} C of the grid {list(Cs)} ({what}{more}): the best C may be "
+                f"{direction}; extend [probe] C that way (results.json lists each probe's dev accuracy per C)"
+            )
+    stuck = [p for p in probes if p.get("converged") is False]
+    if stuck:
+        what = ", ".join(f"{p['task']}/{p['encoder']}/{p['layer']}" for p in stuck[:6])
+        more = f" and {len(stuck) - 6} more" if len(stuck) > 6 else ""
+        out.append(
+            f"{len(stuck)} probe fit(s) stopped at max_iter before converging ({what}{more}): raise "
+            "[probe] max_iter (or mix_max_iter for the scalar mix) or loosen tol"
+        )
+    return out
+
+
 def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool, inventory) -> dict:
     """Everything a job reads: a finished job is reused only if all of it matches."""
     return {
@@ -211,8 +238,9 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
     (stores, task, settings, WordNet inventory, probe code): an interrupted run resumes from its finished
     jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
-    ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (e.g. a test split that
-    is the training split) under ``warnings``."""
+    ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (a test split that is the
+    training split, a C chosen at an end of the grid, a fit that hit max_iter) under ``warnings``; they are
+    also issued as ``UserWarning``s."""
     from tqdm.auto import tqdm
 
     from probing.paths import cache_dir
@@ -277,6 +305,8 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         total.extend(out)
     bar.close()
 
+    for msg in probe_warnings(total.probes, exp.probe.Cs):
+        run.warn(msg)
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
     mix = pd.DataFrame(total.mix_weights, columns=MIX_COLUMNS)
     per_tag = pd.DataFrame(total.per_tag, columns=PER_TAG_COLUMNS)
