@@ -86,7 +86,7 @@ class Table:
             "a non-empty list of distinct integers",
             lambda v: (
                 isinstance(v, list)
-                and v
+                and len(v) > 0
                 and len(set(map(repr, v))) == len(v)
                 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
             ),
@@ -100,7 +100,7 @@ class Table:
             "a non-empty list of positive finite numbers",
             lambda v: (
                 isinstance(v, list)
-                and v
+                and len(v) > 0
                 and all(
                     isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 for x in v
                 )

@@ -60,7 +60,7 @@ def _as_options(options: ElmoOptions | dict | str | os.PathLike) -> ElmoOptions:
         return options
     if isinstance(options, dict):
         return ElmoOptions.from_dict(options)
-    return ElmoOptions.from_json(options)
+    return ElmoOptions.from_json(Path(options))
 
 
 _weights_sha: dict[tuple[str, int, int], str] = {}
@@ -145,8 +145,8 @@ class ElmoEncoder(_LazyElmo):
         name: str | None = None,
     ):
         super().__init__()
-        self.options_path = Path(options_path)
-        self.weights_path = Path(weights_path)
+        self.options_path: Path | None = Path(options_path)
+        self.weights_path: Path | None = Path(weights_path)
         if not self.weights_path.is_file():
             raise FileNotFoundError(f"ELMo weights file not found: {self.weights_path}")
         self.options = ElmoOptions.from_json(self.options_path)
@@ -183,7 +183,8 @@ class ElmoEncoder(_LazyElmo):
         """Wrap an in-memory :class:`~probing.elmo.Elmo`; its fingerprint covers its weights."""
         enc = cls.__new__(cls)
         _LazyElmo.__init__(enc)
-        enc.options_path = enc.weights_path = None
+        enc.options_path = None
+        enc.weights_path = None
         enc.options = elmo.options
         enc.stateful = elmo.stateful
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -201,11 +202,11 @@ class ElmoEncoder(_LazyElmo):
         """sha256 of the canonical options, the weights file's sha256 (or, for :meth:`from_model`, the
         model's own fingerprint), the state policy and the ELMo code; no model is built."""
         if self._fingerprint is None:
-            weights = (
-                f"model:{self._model_fingerprint}"
-                if self._model_fingerprint is not None
-                else f"file:{_file_sha256(self.weights_path)}"
-            )
+            if self._model_fingerprint is not None:
+                weights = f"model:{self._model_fingerprint}"
+            else:
+                assert self.weights_path is not None  # only from_model leaves it unset, with a fingerprint
+                weights = f"file:{_file_sha256(self.weights_path)}"
             self._fingerprint = _sha(
                 "elmo", _canonical_options(self.options), weights, _state_policy(self.stateful), elmo_code_digest()
             )
@@ -214,6 +215,7 @@ class ElmoEncoder(_LazyElmo):
     def _build(self):
         from probing.elmo.elmo import Elmo
 
+        assert self.options_path is not None and self.weights_path is not None  # from_model holds its model
         return Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
 
 
@@ -365,4 +367,5 @@ def elmo_options_path(model: str) -> Path:
         return options
     from probing.download import fetch
 
+    assert entry.options_url is not None  # an entry is either bundled or has both URLs (hub checks it)
     return fetch(entry.options_url, sha256=entry.options_sha256, progress=False, hint=f"probing download {model}")

@@ -30,6 +30,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import matplotlib
 import numpy as np
@@ -93,7 +94,7 @@ _PRETTY = {
 _LAYER_RE = re.compile(r"^(?:\d+|mix|concat)$")
 _PREFIXED_LAYER_RE = re.compile(r"^(?P<series>.+):(?P<layer>\d+|mix|concat)$")
 
-_STYLE = {
+_STYLE: Any = {  # rcParams (Any: matplotlib types each key as its own literal)
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -319,7 +320,8 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
         s_hi = max(s_hi, np.nanmax(np.fmax(hi, y)))
 
     span = max(s_hi - s_lo, 1.0 if scale == 100 else 1e-6)
-    near, far = [], []
+    near: list[tuple[str, float]] = []
+    far: list[tuple[str, float]] = []
     for name, v in baselines:
         inside = not clip_baselines or s_lo - 2 * span <= v * scale <= s_hi + 2 * span
         (near if inside else far).append((name, v * scale))
@@ -333,7 +335,9 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     if 0 < n_numeric < len(layers):
         ax.axvline(n_numeric - 0.5, color="0.6", linewidth=0.8, linestyle=":", zorder=1)
 
-    label_y, label_text, anchor_y = [], [], []
+    label_y: list[float] = []
+    label_text: list[str] = []
+    anchor_y: list[float | None] = []
     for k, (name, v) in enumerate(near):
         ax.axhline(
             v, color="0.15", linewidth=1.2, linestyle=_BASELINE_STYLES[k % len(_BASELINE_STYLES)], label=name, zorder=1
@@ -348,7 +352,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
         anchor_y.append(None)
         label_text.append(f"{'▼' if below else '▲'} {name} {v:.1f} (off scale)")
     if label_y:
-        fig_h = ax.figure.get_figheight() * 72 * 0.72
+        fig_h = cast(Figure, ax.figure).get_figheight() * 72 * 0.72
         gap = 1.35 * matplotlib.rcParams["font.size"] * 0.9 / fig_h
         placed = _repel(label_y, gap)
         trans = transforms.blended_transform_factory(ax.transAxes, ax.transAxes)

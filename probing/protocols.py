@@ -21,9 +21,15 @@ class EncoderLike(Protocol):
     character models)."""
 
     name: str
-    fingerprint: str
-    layer_names: list[str]
-    dim: int
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def layer_names(self) -> list[str]: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
 

@@ -37,6 +37,7 @@ from probing.results import (
     write_side_table,
 )
 from probing.results import provenance as run_provenance
+from probing.store.reader import Store
 from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
 
 
@@ -49,10 +50,10 @@ class Results:
     mix_weights: pd.DataFrame
     per_tag: pd.DataFrame
     provenance: dict
-    stores: dict[tuple[str, str, str], StoreLike]
+    stores: dict[tuple[str, str, str], Store]
     out_dir: Path
 
-    def store(self, encoder: str, dataset: str, split: str) -> StoreLike:
+    def store(self, encoder: str, dataset: str, split: str) -> Store:
         """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
         try:
             return self.stores[(encoder, dataset, split)]
@@ -102,6 +103,7 @@ class _Run:
         self.encoders: dict[str, Encoder] = {spec.name: spec.build() for spec in exp.encoders}
         self.corpora: dict[DataRef, Any] = {}
         self.parts: dict[tuple[str, DataRef], Part] = {}
+        self.stores: dict[tuple[str, DataRef], Store] = {}
         self.store_info: dict[str, dict] = {}
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
@@ -143,6 +145,7 @@ class _Run:
             }
             self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
             self.parts[key] = Part(ref.dataset, ref.split, store)
+            self.stores[key] = store
         return self.parts[key]
 
     def tests(self, task: TaskSpec, encoder: str) -> list[Part]:
@@ -344,7 +347,7 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         mix_weights=mix,
         per_tag=per_tag,
         provenance=prov,
-        stores={(enc, ref.dataset, ref.split): p.store for (enc, ref), p in run.parts.items()},
+        stores={(enc, ref.dataset, ref.split): run.stores[(enc, ref)] for (enc, ref) in run.parts},
         out_dir=out_dir,
     )
     if progress:
@@ -372,7 +375,7 @@ def extract_activations(
     from probing.corpora import load
     from probing.store import extract
 
-    data = load(corpus, split, path=path)
+    data = load(corpus, split, path=None if path is None else Path(path))
     if max_sentences:
         data = data.head(max_sentences)
     return extract(get_encoder(model, seed=seed), data, cache_dir=cache_dir, progress=progress)

@@ -115,7 +115,7 @@ class EncoderSpec:
         if self.kind == "random-elmo":
             options = self.options or elmo_options_path(self.model or "default")
             return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
-        if self.options is not None:
+        if self.options is not None and self.weights is not None:
             return ElmoEncoder(
                 self.options, self.weights, stateful=self.stateful, batch_size=self.batch_size, name=self.name
             )
@@ -244,9 +244,10 @@ def _encoder(t: Table) -> EncoderSpec:
     name = t.string("name", kind)
     spec = EncoderSpec(name=name, kind=kind)
     if kind == "glove":
-        spec = replace(spec, vectors=t.string("vectors", "glove-6b-50d"))
-        if spec.vectors != "glove-6b-50d":
-            spec = replace(spec, vectors=str(resolve_path(spec.vectors, t.base)))
+        vectors = t.string("vectors", "glove-6b-50d")
+        if vectors != "glove-6b-50d":
+            vectors = str(resolve_path(vectors, t.base))
+        spec = replace(spec, vectors=vectors)
     else:
         options, model = t.path("options"), t.string("model", None)
         weights = t.path("weights") if kind == "elmo" else None
@@ -369,10 +370,10 @@ def parse_experiment(
         raise ExperimentError(f"{source}: encoders: two encoders are named {dup!r}; give each a distinct name")
     raw_tasks = top.get("tasks", "a non-empty array of tables [[tasks]]", lambda v: isinstance(v, list) and len(v) > 0)
     tasks = [_task(Table(t, f"tasks[{i}]", source, Path(base)), names) for i, t in enumerate(raw_tasks)]
-    keys = [(t.name, str(r)) for t in tasks for r in t.test]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise ExperimentError(f"{source}: tasks: task {dup[0]!r} is evaluated on {dup[1]} twice")
+    evaluated = [(t.name, str(r)) for t in tasks for r in t.test]
+    if len(set(evaluated)) != len(evaluated):
+        twice = next(k for k in evaluated if evaluated.count(k) > 1)
+        raise ExperimentError(f"{source}: tasks: task {twice[0]!r} is evaluated on {twice[1]} twice")
     top.done()
     return Experiment(
         name=name,

@@ -7,6 +7,7 @@ in the whole training set wins, then the smaller label in sorted order.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -35,10 +36,14 @@ def _scalar(label):
     return label.item() if isinstance(label, np.generic) else label
 
 
-class _WordBaseline:
+class _WordBaseline(ABC):
     def score(self, words: Sequence[str], y: Sequence) -> float:
-        words, y = _check_pair(words, y, f"{type(self).__name__}.score")
-        return float(np.mean(self.predict(words) == y))
+        checked, labels = _check_pair(words, y, f"{type(self).__name__}.score")
+        return float(np.mean(self.predict(checked) == labels))
+
+    @abstractmethod
+    def predict(self, words: Sequence[str]) -> np.ndarray:
+        """One predicted label per word."""
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "classes_"):
@@ -56,8 +61,8 @@ class MajorityBaseline(_WordBaseline):
     """Predicts the most frequent training label for every token."""
 
     def fit(self, words: Sequence[str], y: Sequence) -> MajorityBaseline:
-        _, y = _check_pair(words, y, "MajorityBaseline.fit")
-        self._fit_counts(y)
+        _, labels = _check_pair(words, y, "MajorityBaseline.fit")
+        self._fit_counts(labels)
         return self
 
     def predict(self, words: Sequence[str]) -> np.ndarray:
@@ -84,9 +89,9 @@ class MostFrequentTagBaseline(_WordBaseline):
             raise InputError(
                 f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}"
             )
-        words, y = _check_pair(words, y, "MostFrequentTagBaseline.fit")
-        self._fit_counts(y)
-        labels = y.tolist()
+        words, y_arr = _check_pair(words, y, "MostFrequentTagBaseline.fit")
+        self._fit_counts(y_arr)
+        labels = y_arr.tolist()
         exact: dict[str, Counter] = defaultdict(Counter)
         lower: dict[str, Counter] = defaultdict(Counter)
         for w, t in zip(words, labels):

@@ -49,17 +49,17 @@ class ControlTask:
     def __init__(self, seed: int = 0):
         self.seed = seed
 
-    def fit(self, words: Sequence[str], labels: Sequence) -> ControlTask:
+    def fit(self, words: Sequence[str], labels: Sequence | np.ndarray) -> ControlTask:
         words = _as_words(words, "ControlTask.fit")
-        labels = np.asarray(labels)
-        if labels.ndim != 1 or len(labels) != len(words):
+        y = np.asarray(labels)
+        if y.ndim != 1 or len(y) != len(words):
             raise InputError(
                 f"ControlTask.fit: labels must be 1-D with one label per word; got shape "
-                f"{labels.shape} for {len(words)} words"
+                f"{y.shape} for {len(words)} words"
             )
         if len(words) == 0:
             raise InputError("ControlTask.fit: no words")
-        self.classes_, counts = np.unique(labels, return_counts=True)
+        self.classes_, counts = np.unique(y, return_counts=True)
         self.class_prior_ = counts / counts.sum()
         self._cdf = np.cumsum(self.class_prior_)
         self._cdf[-1] = 1.0

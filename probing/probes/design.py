@@ -31,9 +31,8 @@ class _Moments:
         k = c.shape[0]
         if k == 0:
             return
-        mean_c = c.mean(0)
-        m2_c = ((c - mean_c) ** 2).sum(0)
-        mean_c, m2_c = mean_c.numpy(), m2_c.numpy()
+        mean_t = c.mean(0)
+        mean_c, m2_c = mean_t.numpy(), ((c - mean_t) ** 2).sum(0).numpy()
         n = self.n + k
         delta = mean_c - self.mean
         self.mean = self.mean + delta * (k / n)

@@ -250,13 +250,15 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
                     loss.backward()
                     opt.step()
             self._set_solution(theta.detach().double().numpy(), b.detach().double().numpy(), design)
-            loss = _dev_log_loss(_linear_scores(X_dev, self.coef_, self.intercept_, self.chunk_rows), dev_idx)
-            if loss < best_loss - self.tol:
-                best_loss, best, stale = loss, (self.coef_.copy(), self.intercept_.copy()), 0
+            dev_loss = _dev_log_loss(_linear_scores(X_dev, self.coef_, self.intercept_, self.chunk_rows), dev_idx)
+            if dev_loss < best_loss - self.tol:
+                best_loss, best, stale = dev_loss, (self.coef_.copy(), self.intercept_.copy()), 0
             else:
                 stale += 1
                 if stale >= self.n_iter_no_change:
                     break
+        if best is None:
+            raise InputError(f"{name}: the dev log-loss is not finite after epoch 1 (learning_rate too high?)")
         self.coef_, self.intercept_ = best
         self.n_iter_ = epochs
 

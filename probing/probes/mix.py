@@ -154,6 +154,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
         a = torch.softmax(s, 0).numpy()
+        assert design.basis is not None  # a whitened stack always has its basis
         coef = (theta.numpy() / design.scale) @ design.basis.T
         self.mix_weights_ = a
         self.coef_ = coef

@@ -55,12 +55,12 @@ def bootstrap_ci(
         if np.all((x == 0) | (x == 1)):
             reps = rng.binomial(n, x.mean(), size=n_boot) / n
             return _percentiles(reps, alpha)
-        sums, counts = x, None
+        sums, counts = x, None  # type: np.ndarray, np.ndarray | None
     else:
         g = np.asarray(groups)
         if g.shape != x.shape:
             raise InputError(f"bootstrap_ci: groups has shape {g.shape}, expected {x.shape} like correct")
-        _, codes = np.unique(g, return_inverse=True)
+        codes = np.unique(g, return_inverse=True)[1]
         sums = np.bincount(codes, weights=x)
         counts = np.bincount(codes).astype(np.float64)
 

@@ -232,12 +232,11 @@ class SenseCentroids:
                 pair_row.append(row)
         if not index:
             raise InputError("SenseCentroids.fit: no occurrence has a sense key")
-        pair_sense, pair_row = np.asarray(pair_sense), np.asarray(pair_row)
-        order = np.argsort(pair_row, kind="stable")  # read X front to back
-        pair_sense, pair_row = pair_sense[order], pair_row[order]
+        order = np.argsort(np.asarray(pair_row), kind="stable")  # read X front to back
+        senses_sorted, rows_sorted = np.asarray(pair_sense)[order], np.asarray(pair_row)[order]
         sums = np.zeros((len(index), X.shape[1]), dtype=np.float64)
-        for start in range(0, len(pair_row), self.chunk_rows):
-            ps, pr = pair_sense[start : start + self.chunk_rows], pair_row[start : start + self.chunk_rows]
+        for start in range(0, len(rows_sorted), self.chunk_rows):
+            ps, pr = senses_sorted[start : start + self.chunk_rows], rows_sorted[start : start + self.chunk_rows]
             urows, row_local = np.unique(pr, return_inverse=True)
             usenses, sense_local = np.unique(ps, return_inverse=True)
             block = np.asarray(X[urows], dtype=np.float32)
@@ -245,7 +244,7 @@ class SenseCentroids:
                 (np.ones(len(pr), dtype=np.float32), (sense_local, row_local)), shape=(len(usenses), len(urows))
             )
             sums[usenses] += onehot @ block
-        self.counts_ = np.bincount(pair_sense, minlength=len(index))
+        self.counts_ = np.bincount(senses_sorted, minlength=len(index))
         self.keys_ = list(index)
         self.centroids_ = (sums / self.counts_[:, None]).astype(np.float32)
         self._index = index

@@ -71,10 +71,10 @@ def make_row(
     for col in _STRING_COLUMNS:
         if not isinstance(row[col], str) or not row[col]:
             raise ResultsFormatError(f"result row: {col} must be a non-empty string, got {row[col]!r}")
-    if not math.isfinite(row["value"]):
+    v, lo, hi = float(value), float(ci_low), float(ci_high)
+    if not math.isfinite(v):
         raise ResultsFormatError(f"result row: value must be finite, got {value!r}")
-    lo, hi = row["ci_low"], row["ci_high"]
-    if not (math.isnan(lo) and math.isnan(hi)) and not lo <= row["value"] <= hi:
+    if not (math.isnan(lo) and math.isnan(hi)) and not lo <= v <= hi:
         raise ResultsFormatError(
             f"result row: expected ci_low <= value <= ci_high (or both bounds NaN), got {lo} <= {row['value']} <= {hi}"
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
 from probing.probes.mix import ScalarMixProbe, select_mix_l2
+from probing.protocols import StoreLike
 from probing.results import BASELINE_ENCODER
 from probing.store.format import TOKEN_COLUMNS
 from probing.tasks.common import (
@@ -80,7 +81,7 @@ def supersense_labels(inventory=None) -> LabelFn:
 class Items:
     """The labelled tokens of one store: their rows, labels, words and sentence ids."""
 
-    store: object
+    store: StoreLike
     rows: np.ndarray
     y: np.ndarray
     words: np.ndarray
@@ -135,7 +136,7 @@ def _check_layers(task: str, encoder: str, parts: Sequence[Part]) -> list[str]:
 def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
     """A linear probe with C chosen on dev accuracy (:func:`~probing.probes.linear.select_l2`, ties to the
     smaller C), and notes on the choice."""
-    params = {"max_iter": settings.max_iter, "tol": settings.tol}
+    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
     if settings.solver == "adam":
         params.update(solver="adam", random_state=seed)
     probe, converged = quiet_fit(select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, **params)

@@ -142,7 +142,11 @@ def wsd_baselines(
         inst = instances(part, task)
         lemmas, pos = inst["lemma"].tolist(), inst["pos"].tolist()
         for name in which:
-            pred = wn_first_sense(lemmas, pos, inventory) if name == "wn-first-sense" else mfs.predict(lemmas, pos)
+            if name == "wn-first-sense":
+                pred = wn_first_sense(lemmas, pos, inventory)
+            else:
+                assert mfs is not None  # fitted above whenever semcor-mfs is asked for
+                pred = mfs.predict(lemmas, pos)
             out.rows.append(_f1_row(task, part, BASELINE_ENCODER, name, inst, pred, seed, settings)[0])
     return out
 
