@@ -14,6 +14,7 @@ import platform
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -25,7 +26,15 @@ from probing import figures as fg
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.figures import aggregate, default_metric, split_layer
-from probing.results import layer_sort_key, metric, read_provenance, read_results, read_side_table
+from probing.results import (
+    CONCAT_LAYER,
+    MIX_LAYER,
+    layer_sort_key,
+    metric,
+    read_provenance,
+    read_results,
+    read_side_table,
+)
 
 __all__ = ["FIGURE_NOTES", "build_report", "draw_figures", "summary_table", "write_report"]
 
@@ -116,13 +125,25 @@ def _pct(name: str, v: float) -> str:
     return metric(name).format(v)
 
 
-def summary_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Best layer per task, dataset, split and series (encoder), on the task's headline metric.
+def _by_layer(rows: pd.DataFrame, name: str) -> dict[tuple[str, str], Any]:
+    """The aggregated rows of metric ``name``, keyed by (series, layer)."""
+    found = {}
+    for r in rows[rows["metric"] == name].itertuples(index=False):
+        parsed = split_layer(r.encoder, r.layer)
+        if parsed is not None:
+            found[parsed] = r
+    return found
 
-    Columns (display strings): ``task, dataset, split, metric, encoder, best layer, score, 95% CI,
-    seeds, selectivity, baselines``. Scores of accuracy/F1 are in percent; the best layer is the one with
-    the highest mean score (ties go to the earlier layer); ``selectivity`` is the control-task
-    selectivity of that layer when the results have it; ``baselines`` lists every baseline row.
+
+def summary_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Which layer is best, per task, dataset, split and series (encoder), on the task's headline metric.
+
+    Columns (display strings): ``task, dataset, split, metric, encoder, best layer, score, 95% CI, vs next,
+    selectivity, mix, concat, seeds, baselines``. The best layer is the best *single* layer (the scalar mix
+    and the concatenation, which combine layers, have their own columns); ties go to the earlier layer.
+    ``vs next`` is its margin over the runner-up layer with the paired bootstrap CI over sentences (the
+    ``best-layer-margin`` rows) and whether that CI excludes zero; ``selectivity`` is the control-task
+    selectivity of the best layer; scores of fractions are in percent; ``baselines`` lists every baseline.
     """
     agg = aggregate(results)
     if agg.empty:
@@ -147,14 +168,24 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
             )
             or "—"
         )
-        sel = {}
-        for r in g[g["metric"] == "selectivity"].itertuples(index=False):
-            parsed = split_layer(r.encoder, r.layer)
-            if parsed is not None:
-                sel[parsed] = r.value
+
+        sel, margin = _by_layer(g, "selectivity"), _by_layer(g, "best-layer-margin")
         for name, pts in series.items():
             pts.sort(key=lambda p: layer_sort_key(p[0]))
-            best_layer, best = max(pts, key=lambda p: p[1].value)
+            combined = {lay: r for lay, r in pts if lay in (MIX_LAYER, CONCAT_LAYER)}
+            single = [(lay, r) for lay, r in pts if lay not in combined]
+            if not single:
+                continue
+            best_layer, best = max(single, key=lambda p: p[1].value)
+            m = margin.get((name, best_layer))
+            if m is None:
+                vs_next = "—"
+            else:
+                significant = "significant" if m.ci_low > 0 else "not significant"
+                vs_next = (
+                    f"{_pct('best-layer-margin', m.value)} [{_pct('best-layer-margin', m.ci_low)}, "
+                    f"{_pct('best-layer-margin', m.ci_high)}], {significant}"
+                )
             out.append(
                 {
                     "task": task,
@@ -167,8 +198,13 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
                     "95% CI": "—"
                     if math.isnan(best.ci_low) or math.isnan(best.ci_high)
                     else f"[{_pct(headline, best.ci_low)}, {_pct(headline, best.ci_high)}]",
+                    "vs next": vs_next,
+                    "selectivity": _pct("selectivity", sel[(name, best_layer)].value)
+                    if (name, best_layer) in sel
+                    else "—",
+                    "mix": _pct(headline, combined[MIX_LAYER].value) if MIX_LAYER in combined else "—",
+                    "concat": _pct(headline, combined[CONCAT_LAYER].value) if CONCAT_LAYER in combined else "—",
                     "seeds": int(best.n_seeds),
-                    "selectivity": _pct("selectivity", sel[(name, best_layer)]) if (name, best_layer) in sel else "—",
                     "baselines": base_txt,
                 }
             )
@@ -183,8 +219,11 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
                     "best layer": "—",
                     "score": "—",
                     "95% CI": "—",
-                    "seeds": 0,
+                    "vs next": "—",
                     "selectivity": "—",
+                    "mix": "—",
+                    "concat": "—",
+                    "seeds": 0,
                     "baselines": base_txt,
                 }
             )

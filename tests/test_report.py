@@ -63,6 +63,9 @@ def make_results() -> pd.DataFrame:
             row("upos", "glove", "glove", "accuracy", 0.89, 0.885, 0.895),
             row("upos", "elmo", "1", "control-accuracy", 0.70, 0.69, 0.71),
             row("upos", "elmo", "1", "selectivity", 0.26),
+            row("upos", "elmo", "1", "best-layer-margin", 0.01, 0.004, 0.016),
+            row("upos", "elmo", "mix", "accuracy", 0.965, 0.96, 0.97),
+            row("upos", "elmo", "concat", "accuracy", 0.97, 0.965, 0.975),
             row("wsd-1nn", "elmo", "1", "f1", 0.69, 0.68, 0.70, dataset="se-all"),
             row("wsd-1nn", "elmo", "2", "f1", 0.68, 0.67, 0.69, dataset="se-all"),
             row("wsd-1nn", "elmo", "1", "accuracy", 0.70, 0.69, 0.71, dataset="se-all"),
@@ -177,16 +180,19 @@ def test_provenance_and_malicious_text_are_escaped(report):
 def test_summary_picks_best_layer_with_ci_selectivity_and_baselines():
     s = summary_table(make_results()).set_index(["task", "encoder"])
     elmo = s.loc[("upos", "elmo")]
-    # layer 1 has the highest accuracy (0.96, CI 0.955-0.965); its selectivity row is 0.26
+    # layer 1 is the best SINGLE layer (0.96, CI 0.955-0.965; mix 0.965 and concat 0.97 are higher but are
+    # combinations, shown in their own columns); its selectivity row is 0.26; its margin over layer 2 has a
+    # CI above zero, so it is significant
     assert (elmo["best layer"], elmo["score"], elmo["95% CI"], elmo["selectivity"]) == (
         "1",
         "96.0",
         "[95.5, 96.5]",
         "26.0",
     )
+    assert (elmo["mix"], elmo["concat"], elmo["vs next"]) == ("96.5", "97.0", "1.0 [0.4, 1.6], significant")
     assert elmo["baselines"] == "glove 89.0; majority 15.0"
     rnd = s.loc[("upos", "random-elmo")]
-    assert (rnd["best layer"], rnd["score"], rnd["selectivity"]) == ("0", "85.0", "—")
+    assert (rnd["best layer"], rnd["score"], rnd["selectivity"], rnd["vs next"]) == ("0", "85.0", "—", "—")
     wsd = s.loc[("wsd-1nn", "elmo")]
     # WSD is summarised by F1, not by its accuracy rows
     assert (wsd["metric"], wsd["best layer"], wsd["score"], wsd["baselines"]) == (

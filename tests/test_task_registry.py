@@ -166,3 +166,23 @@ def test_probe_warnings_name_grid_edges_and_unconverged_fits():
     assert "chose the largest C" in msgs[1] and "upos/elmo/0" in msgs[1]
     assert "stopped at max_iter" in msgs[2] and "upos/elmo/1" in msgs[2]
     assert probe_warnings(probes, (10.0,)) == [msgs[2]]  # a single C is the user's choice, not a grid edge
+
+
+def test_margin_rows_compare_the_best_single_layer_with_the_next_paired_by_item():
+    from probing.tasks.common import Part, margin_rows
+
+    part = Part("d", "test", store=None)  # margin_rows reads only the part's names
+    groups = np.array(["s1", "s1", "s2", "s2", "s3", "s3"])
+    per_layer = {
+        "0": [(part, np.array([1, 0, 0, 0, 1, 0.0]), groups)],  # 2/6
+        "1": [(part, np.array([1, 1, 1, 0, 1, 1.0]), groups)],  # 5/6: best
+        "2": [(part, np.array([1, 1, 0, 1, 1, 0.0]), groups)],  # 4/6: next
+    }
+    (row,) = margin_rows("upos", "elmo", per_layer, seed=0, n_boot=200)
+    # layer 1 minus layer 2, item by item: (0, 0, 1, -1, 0, 1) -> mean 1/6
+    assert (row["layer"], row["metric"]) == ("1", "best-layer-margin")
+    assert row["value"] == pytest.approx(1 / 6)
+    assert row["ci_low"] <= row["value"] <= row["ci_high"]
+    tie = {"0": per_layer["1"], "1": per_layer["1"]}
+    assert margin_rows("t", "e", tie, 0, 50)[0]["layer"] == "0"  # ties go to the earlier layer, margin 0
+    assert margin_rows("t", "e", {"glove": per_layer["0"]}, 0, 50) == []  # one layer: nothing to compare

@@ -77,6 +77,13 @@ for _m in (
     Metric("accuracy", "accuracy (%)", True, (0.0, 1.0), kinds=_TAGGING, headline_for=_TAGGING),
     Metric("control-accuracy", "control-task accuracy (%)", True, (0.0, 1.0), kinds=_TAGGING),
     Metric("selectivity", "selectivity (percentage points)", True, (-1.0, 1.0), kinds=_TAGGING),
+    Metric(
+        "best-layer-margin",
+        "best single layer minus the next (percentage points)",
+        True,
+        (-1.0, 1.0),
+        kinds=(*_TAGGING, "wsd-1nn"),
+    ),
     Metric("oov-rate", "out-of-vocabulary tokens (%)", True, (0.0, 1.0), higher_is_better=False, kinds=_TAGGING),
 ):
     register_metric(_m)

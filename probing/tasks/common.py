@@ -4,7 +4,7 @@ description of a task kind, and scoring helpers."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -191,6 +191,32 @@ def fraction_row(
         ci_high=hi,
         seed=seed,
     )
+
+
+def margin_rows(
+    task: str,
+    encoder: str,
+    per_layer: Mapping[str, Sequence[tuple[Part, np.ndarray, np.ndarray]]],
+    seed: int,
+    n_boot: int,
+) -> list[dict]:
+    """For each test part, the best single layer's margin over the next best (metric ``best-layer-margin``,
+    layer = the best layer): the mean of the paired per-item score differences, with a cluster-bootstrap CI
+    over sentences. A CI above zero says the best layer is significantly better than the runner-up.
+
+    ``per_layer`` maps each single layer to ``(part, per-item scores, sentence ids)`` per test part, in the
+    same order for every layer. Ties go to the earlier layer."""
+    names = list(per_layer)
+    if len(names) < 2:
+        return []
+    rows = []
+    for i in range(len(per_layer[names[0]])):
+        means = [(float(np.mean(per_layer[n][i][1])), -k, n) for k, n in enumerate(names)]
+        (_, _, best), (_, _, nxt) = sorted(means, reverse=True)[:2]
+        part, best_scores, groups = per_layer[best][i]
+        diff = np.asarray(best_scores, dtype=np.float64) - np.asarray(per_layer[nxt][i][1], dtype=np.float64)
+        rows.append(fraction_row(task, part, encoder, best, "best-layer-margin", diff, groups, seed, n_boot))
+    return rows
 
 
 def per_tag_rows(

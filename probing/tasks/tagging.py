@@ -35,6 +35,7 @@ from probing.tasks.common import (
     fraction_row,
     holdout_dev,
     layer_rows,
+    margin_rows,
     per_tag_rows,
     quiet_fit,
     sentence_groups,
@@ -244,12 +245,13 @@ def tagging_probes(
         )
 
     data = {name: load(name) for name in layer_names}
+    single: dict[str, list[tuple[Part, np.ndarray, np.ndarray]]] = {}
     tell = progress or (lambda _msg: None)
 
     for name in layer_names:
         X_tr, X_dv, X_te = data[name]
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
-        task_correct = {}
+        task_correct: dict[int, tuple[LinearProbe, list[np.ndarray]]] = {}
         for seed in settings.probe_seeds:
             tell(
                 f"{task} {encoder} layer {name} (seed {seed})"
@@ -259,6 +261,8 @@ def tagging_probes(
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": name, "seed": seed, **info})
             task_correct[seed] = (probe, _score(task, encoder, name, probe.predict, tests_x, seed, settings, out))
+        first = task_correct[settings.probe_seeds[0]][1]
+        single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
         if settings.control:
             tell(f"{task} {encoder} layer {name}: control tasks")
             _control(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
@@ -269,6 +273,8 @@ def tagging_probes(
                         task, part, encoder, name, "oov-rate", it.oov, it.groups, settings.seeds[0], settings.n_boot
                     )
                 )
+
+    out.rows += margin_rows(task, encoder, single, settings.probe_seeds[0], settings.n_boot)
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")

@@ -16,7 +16,16 @@ import pandas as pd
 
 from probing.probes.wsd import MostFrequentSense, SenseCentroids, instances_from_tokens, score_wsd, wn_first_sense
 from probing.results import BASELINE_ENCODER
-from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput, fraction_row
+from probing.tasks.common import (
+    Job,
+    Part,
+    ProbeSettings,
+    TaskError,
+    TaskKind,
+    TaskOutput,
+    fraction_row,
+    margin_rows,
+)
 
 if TYPE_CHECKING:
     from probing._toml import Table
@@ -90,6 +99,7 @@ def wsd_1nn(
     test_inst = [(p, instances(p, task)) for p in tests]
     out = TaskOutput()
     seed = settings.seeds[0]
+    single: dict[str, list[tuple[Part, np.ndarray, np.ndarray]]] = {}
     for layer in train.store.layer_names:
         if progress:
             progress(f"{task} {encoder} layer {layer}")
@@ -100,8 +110,11 @@ def wsd_1nn(
             details = model.predict_details(
                 part.store.layer(layer), inst["lemma"].tolist(), inst["pos"].tolist(), rows=inst["row"].to_numpy()
             )
-            row, scores = _f1_row(task, part, encoder, layer, inst, details["sense"].tolist(), seed, settings)
+            pred = details["sense"].tolist()
+            row, scores = _f1_row(task, part, encoder, layer, inst, pred, seed, settings)
             out.rows.append(row)
+            credit = np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
+            single.setdefault(layer, []).append((part, credit, inst["sentence_id"].to_numpy()))
             out.probes.append(
                 {
                     "task": task,
@@ -119,6 +132,7 @@ def wsd_1nn(
                     "R": scores["R"],
                 }
             )
+    out.rows += margin_rows(task, encoder, single, seed, settings.n_boot)
     return out
 
 
