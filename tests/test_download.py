@@ -77,24 +77,41 @@ def test_interruption_past_retries_keeps_part_and_next_call_resumes(server):
 
 def test_server_ignoring_range_restarts_from_scratch(server):
     url = server.url("/elmo/lm_weights.hdf5")
+    half = len(WEIGHTS) // 2
+    server.drop_after["/elmo/lm_weights.hdf5"] = half
+    with pytest.raises(DownloadError, match="interrupted"):
+        fetch(url, progress=False, retries=0)
     server.ignore_range = True
-    final = download.cache_path(url)
-    final.parent.mkdir(parents=True)
-    garbage = b"\xff" * 1000  # a stale partial file: if it were kept, the hash below would differ
-    final.with_name(final.name + ".part").write_bytes(garbage)
     path = fetch(url, sha256=WEIGHTS_SHA, progress=False)
     assert path.read_bytes() == WEIGHTS
-    assert [r.range for r in server.requests] == ["bytes=1000-"], "one Range request, answered with 200"
+    assert [r.range for r in server.requests] == [None, f"bytes={half}-"], "one Range request, answered with 200"
 
 
-def test_stale_part_longer_than_file_restarts(server):
-    """A .part longer than the remote file gets 416 with the true length: start over."""
+def test_unvalidated_part_is_discarded_not_resumed(server):
+    """A .part with no record of the interrupted transfer (planted, corrupted, left by a kill) restarts:
+    resuming from it would splice its bytes onto the genuine rest and, with no pinned hash, record that."""
     url = server.url("/elmo/options.json")
     final = download.cache_path(url)
     final.parent.mkdir(parents=True)
-    final.with_name(final.name + ".part").write_bytes(b"x" * (len(OPTIONS) + 10))
+    final.with_name(final.name + ".part").write_bytes(b"x" * 10)
     assert fetch(url, progress=False).read_bytes() == OPTIONS
-    assert [r.range for r in server.requests] == [f"bytes={len(OPTIONS) + 10}-", None]
+    assert [r.range for r in server.requests] == [None], "no Range request from an unvalidated partial"
+    assert download.recorded(url)["sha256"] == hashlib.sha256(OPTIONS).hexdigest()
+
+
+def test_corrupted_validated_part_is_discarded(server):
+    """A partial whose bytes changed after the interruption no longer matches its record: start over."""
+    url = server.url("/elmo/lm_weights.hdf5")
+    half = len(WEIGHTS) // 2
+    server.drop_after["/elmo/lm_weights.hdf5"] = half
+    with pytest.raises(DownloadError, match="interrupted"):
+        fetch(url, progress=False, retries=0)
+    part = download.cache_path(url).with_name(download.cache_path(url).name + ".part")
+    data = bytearray(part.read_bytes())
+    data[100] ^= 0xFF
+    part.write_bytes(bytes(data))
+    assert fetch(url, progress=False).read_bytes() == WEIGHTS
+    assert [r.range for r in server.requests] == [None, None]
 
 
 def test_corrupted_download_names_both_hashes_and_keeps_nothing(server, cache):

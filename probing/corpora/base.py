@@ -13,12 +13,14 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from probing.errors import ProbingError
+
 ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids")
 TOKEN_COLUMNS = ("sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id")
 FINGERPRINT_VERSION = "probing-corpus/1"
 
 
-class CorpusFormatError(ValueError):
+class CorpusFormatError(ProbingError, ValueError):
     """A corpus file breaks its format; the message names the file, the line or sentence, and the rule."""
 
 
