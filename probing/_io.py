@@ -30,7 +30,7 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # read once, at import: os.umask is process-wide and briefly changed to read it
 
 
-_TEMP_NAME = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # what atomic_path's mkstemp names look like
+_TEMP_NAME = re.compile(r"\..+\.(\d+)-[A-Za-z0-9_]{8}\.tmp")  # atomic_path's names; group 1 is the writer's pid
 STALE_AFTER_S = 1.0  # a temp file younger than this is never removed (its owner may be about to lock it)
 
 
@@ -39,15 +39,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
 
     The temporary file is created with ``O_EXCL`` (a planted link is never followed; ``os.replace`` then
-    replaces a link at ``path`` rather than writing through it) and holds an ``flock`` while the block
-    runs, so :func:`remove_stale_temps` can tell a killed writer's leftover from a live one's file.
+    replaces a link at ``path`` rather than writing through it); its name holds the writer's pid and it
+    holds a POSIX lock (``lockf``: HDF5 takes ``flock`` locks on the files it writes), so
+    :func:`remove_stale_temps` can tell a killed writer's leftover from a live one's file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent)
     tmp_path = Path(tmp)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.lockf(fd, fcntl.LOCK_EX)
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; the result gets an ordinary file's mode
         yield tmp_path
         with open(tmp_path, "rb+") as f:
@@ -80,19 +81,30 @@ def open_nofollow(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int
 
 
 def held_temp(directory: str | os.PathLike, prefix: str, suffix: str) -> tuple[int, Path]:
-    """A new file ``directory/<prefix><pid>-<random><suffix>`` (``O_EXCL``), flocked for as long as the
-    returned descriptor stays open: :func:`remove_stale_temps` removes it only once its owner is gone."""
+    """A new file ``directory/<prefix><pid>-<random><suffix>`` (``O_EXCL``), locked (``lockf``) for as long
+    as the returned descriptor stays open: :func:`remove_stale_temps` removes it only once its owner is gone."""
     fd, name = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}-", suffix=suffix)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
     return fd, Path(name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def remove_stale_temps(directory: str | os.PathLike, pattern: re.Pattern[str] = _TEMP_NAME) -> list[Path]:
     """Remove files in ``directory`` named like ``pattern`` whose writer is gone; return them.
 
-    A live writer holds an ``flock`` on its file (:func:`atomic_path`, :func:`held_temp`); a file that
-    can be locked, and is older than ``STALE_AFTER_S``, belongs to a killed process. A directory that
-    cannot be listed or written (a read-only cache) is left alone.
+    ``pattern``'s group 1 is the writer's pid (:func:`atomic_path`, :func:`held_temp`). A file is removed
+    only if no process has that pid, no process holds a lock on it (a writer on another host sharing the
+    cache) and it is older than ``STALE_AFTER_S``. A directory that cannot be listed or written (a
+    read-only cache) is left alone.
     """
     removed: list[Path] = []
     try:
@@ -100,7 +112,8 @@ def remove_stale_temps(directory: str | os.PathLike, pattern: re.Pattern[str] = 
     except OSError:
         return removed
     for entry in entries:
-        if not pattern.fullmatch(entry.name):
+        m = pattern.fullmatch(entry.name)
+        if m is None or _alive(int(m.group(1))):
             continue
         try:
             if entry.is_symlink():
@@ -111,7 +124,7 @@ def remove_stale_temps(directory: str | os.PathLike, pattern: re.Pattern[str] = 
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             if time.time() - os.fstat(fd).st_mtime >= STALE_AFTER_S:
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))

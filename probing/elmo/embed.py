@@ -19,33 +19,37 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._io import atomic_path
+from ..corpora._files import numbered_lines
+from ..corpora.base import CorpusFormatError
+from ..corpora.text import line_tokens
+from ..errors import ProbingError
 from .elmo import Elmo
 
 LAYER_MODES = ("all", "top", "average")
 
 
-class EmbedInputError(ValueError):
+class EmbedInputError(ProbingError, ValueError):
     """The input file cannot be embedded (a blank line, bad UTF-8); the message names file and line."""
 
 
 def read_sentences(path: str | Path) -> list[str]:
-    """The stripped lines of a UTF-8 text file, refusing blank lines (all of them named at once)."""
+    """The stripped lines of a UTF-8 text file, refusing blank lines (all of them named at once).
+
+    The text rules of ``probing.corpora`` apply: a leading BOM is dropped; a NUL byte, invalid UTF-8, a
+    line over 1 MiB or over ``MAX_TOKENS`` (1,000) tokens is refused with its line number.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"embed input not found: {path}")
     sentences: list[str] = []
     blank: list[int] = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as e:
-                raise EmbedInputError(
-                    f"{path}, line {lineno}: not valid UTF-8 ({e.reason} at byte {e.start})"
-                ) from None
-            if not line:
+    try:
+        for lineno, raw in numbered_lines(path):
+            if not line_tokens(path, lineno, raw):
                 blank.append(lineno)
-            sentences.append(line)
+            sentences.append(raw.strip())
+    except CorpusFormatError as e:
+        raise EmbedInputError(str(e)) from None
     if blank:
         more = f" (and {len(blank) - 1} more: lines {_first(blank[1:])})" if len(blank) > 1 else ""
         raise EmbedInputError(
@@ -77,6 +81,10 @@ def embed_file(
         raise ValueError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if Path(output_path).resolve() == Path(input_path).resolve() or (
+        Path(output_path).exists() and Path(output_path).samefile(input_path)
+    ):
+        raise EmbedInputError(f"--output {output_path} is the input file {input_path}: it would be replaced")
     sentences = read_sentences(input_path)
     tokens = [s.split() for s in sentences]
     output_path = Path(output_path)

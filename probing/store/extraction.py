@@ -185,7 +185,7 @@ def _read_once(corpus: CorpusLike, root: Path) -> Iterator[tuple[str, np.ndarray
         os.close(fd)
 
 
-_CORPUS_COPY = re.compile(r"\.corpus-\d+-\w+\.jsonl")  # held_temp's names for _read_once's copies
+_CORPUS_COPY = re.compile(r"\.corpus-(\d+)-\w+\.jsonl")  # held_temp's names for _read_once's copies
 
 
 def _complete(path: Path, encoder: EncoderLike, key: str, progress: bool) -> Store | None:
