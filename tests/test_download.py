@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,65 @@ def test_malformed_ledger_is_reported(server, cache):
     (cache / "downloads" / "ledger.json").write_text("{not json")
     with pytest.raises(DownloadError, match="ledger.json is not valid JSON"):
         fetch(server.url("/elmo/options.json"), progress=False)
+
+
+# -- hostile servers (issue 14) -------------------------------------------------------------------------------
+
+
+def test_html_error_page_is_never_pinned_as_the_file(server):
+    """Expected: an HTML page served for a .hdf5 URL is refused and NOT recorded (trust on first use must
+    not pin it), so the genuine file is accepted once the server is fixed."""
+    url = server.url("/elmo/lm_weights.hdf5")
+    server.files["/elmo/lm_weights.hdf5"] = b"<!DOCTYPE html><html><body>503 Service Unavailable</body></html>"
+    with pytest.raises(download.UnexpectedContentError, match=r"is an HTML page .*expected a hdf5 file"):
+        fetch(url, progress=False)
+    assert download.recorded(url) is None and not download.cache_path(url).exists()
+    server.files["/elmo/lm_weights.hdf5"] = WEIGHTS
+    assert fetch(url, progress=False).read_bytes() == WEIGHTS
+    assert download.recorded(url)["sha256"] == WEIGHTS_SHA
+
+
+def test_wrong_magic_for_the_expected_kind_is_refused(server):
+    """Expected: bytes that do not start like a zip are not accepted as one, even if not HTML."""
+    server.files["/data/archive.zip"] = b"\x1f\x8b" + b"\0" * 100
+    with pytest.raises(download.UnexpectedContentError, match=r"not a zip file"):
+        fetch(server.url("/data/archive.zip"), progress=False)
+
+
+def test_plain_http_to_a_remote_host_is_refused_without_a_pinned_hash():
+    """Expected: refused before any connection (nothing protects an unpinned file over http)."""
+    with pytest.raises(DownloadError, match="refusing plain-http http://example.invalid/a.zip"):
+        fetch("http://example.invalid/a.zip", progress=False)
+
+
+def test_drip_feeding_server_is_cut_off_as_stalled(server, monkeypatch):
+    """Expected: a server sending ~20 bytes/s is stopped by stall detection within a few seconds (the
+    socket timeout alone never fires: every read gets a byte), with a message that says so."""
+    monkeypatch.setattr(download, "STALL_S", 0.5)
+    monkeypatch.setattr(download, "STALL_BYTES", 1000)
+    server.drip_seconds = 0.05
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=r"interrupted 1 times \(last: stalled: \d+ bytes in"):
+        fetch(server.url("/elmo/options.json"), progress=False, retries=0)
+    assert time.monotonic() - t0 < 5
+
+
+def test_server_that_never_answers_times_out(server, monkeypatch):
+    monkeypatch.setattr(download, "TIMEOUT_S", 0.3)
+    server.silent_seconds = 3.0
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=r"interrupted 1 times .*(no answer within|timed out)"):
+        fetch(server.url("/elmo/options.json"), progress=False, retries=0)
+    assert time.monotonic() - t0 < 3
+
+
+def test_planted_symlink_part_is_not_written_through(server, tmp_path):
+    """Expected: a link planted at the .part path is discarded (unvalidated), its target left intact."""
+    url = server.url("/elmo/options.json")
+    part = download.cache_path(url).with_name(download.cache_path(url).name + ".part")
+    part.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    part.symlink_to(victim)
+    assert fetch(url, progress=False).read_bytes() == OPTIONS
+    assert victim.read_bytes() == b"precious"
