@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlparse
 from tqdm import tqdm
 
 from probing import __version__, paths
-from probing._io import atomic_open, open_nofollow
+from probing._io import atomic_open, open_nofollow, remove_stale_temps
 from probing.errors import ProbingError
 
 log = logging.getLogger(__name__)
@@ -230,6 +230,7 @@ def fetch(
         raise ValueError(f"size for {url} must be >= 0, got {size}")
     final = Path(dest) if dest is not None else cache_path(url)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(final.parent)
     hint = hint or f"python -c \"from probing.download import fetch; fetch('{url}')\""
 
     with _locked(final.with_name(final.name + ".lock"), waiting=url if progress else None):

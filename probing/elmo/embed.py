@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._io import atomic_path
+from .._io import atomic_path, remove_stale_temps
 from ..corpora._files import numbered_lines
 from ..corpora.base import CorpusFormatError
 from ..corpora.text import line_tokens
@@ -75,7 +75,8 @@ def embed_file(
     (fast; the vectors do not depend on batching); stateful models start from zero state and take
     batches of ``batch_size`` lines in input order, as the AllenNLP command did. Each batch is written
     as soon as it is computed, to a temporary file renamed onto ``output_path`` at the end: an error
-    or an interrupt leaves no partial file.
+    or an interrupt leaves no partial file (and one left by a killed run is removed by the next).
+    The output may not be the input (``EmbedInputError``).
     """
     if layers not in LAYER_MODES:
         raise ValueError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
@@ -88,6 +89,7 @@ def embed_file(
     sentences = read_sentences(input_path)
     tokens = [s.split() for s in sentences]
     output_path = Path(output_path)
+    remove_stale_temps(output_path.parent.resolve())  # temp files of killed embeds (their pid is gone)
     if model.stateful:
         model.reset_states()
     bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}", disable=not progress)
