@@ -49,7 +49,9 @@ UD_EWT_FILES = {  # file name: (sha256, bytes), from shared/data/ud/en_ewt/READM
 # checked to be a zip before its first-download hash is recorded, unpacked within the caps below.
 RAGANATO_URL = "http://lcl.uniroma1.it/wsdeval/data/WSD_Evaluation_Framework.zip"
 RAGANATO_MAX_MEMBERS = 10_000  # the 2017 framework zip has a few hundred members
-RAGANATO_MAX_BYTES = 2 << 30  # total unpacked size of the members copied out (a zip bomb stops here)
+RAGANATO_MAX_BYTES = (
+    256 << 20
+)  # unpacked size of the files copied out (the real WSD files are tens of MB; a bomb stops here)
 RAGANATO_TERMS = (
     "Raganato et al.'s WSD Evaluation Framework holds SemCor (WordNet 3.0 licence) and the Senseval-2/3 and "
     "SemEval-2007/2013/2015 test sets, research data released without a licence. Downloading it is your own "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.metadata
 import json
@@ -171,7 +172,9 @@ def _read_once(corpus: CorpusLike, root: Path) -> Iterator[tuple[str, np.ndarray
             root.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(root, _CORPUS_COPY)
             fd, copy = held_temp(root, ".corpus-", ".jsonl")
-        except PermissionError:  # a read-only cache can still serve complete stores: no copy, parse again
+        except OSError as e:  # a read-only cache can still serve complete stores: no copy, parse again
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
             fused = None
     if fused is None or replay is None:
         yield corpus.fingerprint(), None, corpus
