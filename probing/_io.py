@@ -108,11 +108,11 @@ def remove_stale_temps(directory: str | os.PathLike, pattern: re.Pattern[str] = 
     """
     removed: list[Path] = []
     try:
-        entries = list(os.scandir(directory))
+        entries = list(os.scandir(os.fspath(directory)))
     except OSError:
         return removed
     for entry in entries:
-        m = pattern.fullmatch(entry.name)
+        m = pattern.fullmatch(str(entry.name))
         if m is None or _alive(int(m.group(1))):
             continue
         try:

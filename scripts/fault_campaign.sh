@@ -24,6 +24,7 @@ CODE=$(cd "${1:-$HERE}" && pwd)
 W=$(mktemp -d /tmp/fault-campaign.XXXXXX)
 trap 'chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"' EXIT
 export PYTHONPATH=$CODE PROBING_CACHE=$W/cache OMP_NUM_THREADS=1 PROBING_OFFLINE=
+cd "$W" || exit 1  # python -m and python - put the current folder first on sys.path
 probing() { timeout "${T:-120}" "$PY" -m probing.cli "$@"; }
 row() { printf '%s\t%s\n' "$1" "$2"; }
 last_err() { tail -n 1 "$W/err" | cut -c1-110 | tr '\t|' '  '; }
@@ -156,7 +157,7 @@ probing embed --options "$W/nan-options.json" --weights "$W/nan.hdf5" --input "$
 row "weights with a NaN (refused naming the dataset)" "rc $rc; $( ((rc == 0)) && echo 'embedded silently' || last_err)"
 
 # 15. hostile servers on 127.0.0.1: an HTML page first, a drip feed, a corrupt partial
-"$PY" - "$W" >"$W/net" 2>&1 <<'EOF'
+timeout 60 "$PY" -u - "$W" >"$W/net" 2>&1 <<'EOF'
 import os, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from probing import download
@@ -202,14 +203,15 @@ def attempt(url, **kw):
         return f"{type(e).__name__}: {msg[msg.find('(last: '):][:80] if '(last: ' in msg else msg[:80]}"
 first = attempt(base + "/w.hdf5"); state["html"] = False; second = attempt(base + "/w.hdf5")
 print(f"html\tfirst: {first}; then the genuine file: {second}")
-t0 = time.monotonic(); r = attempt(base + "/drip.hdf5")
-print(f"drip\t{r} after {time.monotonic() - t0:.0f} s")
 url = base + "/p.hdf5"; part = download.cache_path(url).with_name(download.cache_path(url).name + ".part")
 part.parent.mkdir(parents=True, exist_ok=True); part.write_bytes(os.urandom(1000))
 print(f"partial\t{attempt(url)}")
+t0 = time.monotonic(); r = attempt(base + "/drip.hdf5")
+print(f"drip\t{r} after {time.monotonic() - t0:.0f} s")
 EOF
 row "hostile server: an HTML page first (never pinned), then the genuine file (accepted)" "$(grep '^html' "$W/net" | cut -f2)"
-row "hostile server: drips 20 bytes/s (cut off as stalled, clear message)" "$(grep '^drip' "$W/net" | cut -f2)"
+drip=$(grep '^drip' "$W/net" | cut -f2)
+row "hostile server: drips 20 bytes/s (cut off as stalled, clear message)" "${drip:-still waiting after 60 s (killed)}"
 row "a random-bytes .part is left (discarded, not resumed)" "$(grep '^partial' "$W/net" | cut -f2)"
 
 # 16. zip bomb and non-zip archive for the WSD data

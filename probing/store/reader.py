@@ -281,7 +281,8 @@ class Store:
         pairs = [(i, c) for i in range(len(self.manifest["layers"])) for c in range(len(chunks))]
         order = np.random.default_rng(seed).permutation(len(pairs))
         row_bytes = self.dim * DTYPE.itemsize
-        chosen, spent = [], 0
+        chosen: list[tuple[int, int]] = []
+        spent = 0
         for k in order:
             i, c = pairs[k]
             r0, r1 = chunks[c]["rows"]
