@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
+
+from probing.errors import ProbingError
+
+
+class UnsafePathError(ProbingError, OSError):
+    """A file the toolkit writes is a symbolic link (planted or left over): it is never followed."""
 
 
 def _read_umask() -> int:
@@ -20,16 +30,26 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # read once, at import: os.umask is process-wide and briefly changed to read it
 
 
+_TEMP_NAME = re.compile(r"\..+\.(\d+)-[A-Za-z0-9_]{8}\.tmp")  # atomic_path's names; group 1 is the writer's pid
+STALE_AFTER_S = 1.0  # a temp file younger than this is never removed (its owner may be about to lock it)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    The temporary file is created with ``O_EXCL`` (a planted link is never followed; ``os.replace`` then
+    replaces a link at ``path`` rather than writing through it); its name holds the writer's pid and it
+    holds a POSIX lock (``lockf``: HDF5 takes ``flock`` locks on the files it writes), so
+    :func:`remove_stale_temps` can tell a killed writer's leftover from a live one's file.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent)
     tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; the result gets an ordinary file's mode
     try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; the result gets an ordinary file's mode
         yield tmp_path
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
@@ -37,6 +57,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -45,6 +66,73 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
     with atomic_path(path) as tmp:
         with open(tmp, mode, **kwargs) as f:
             yield f
+
+
+def open_nofollow(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that never follows a symbolic link at ``path`` (UnsafePathError naming it instead)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UnsafePathError(
+                errno.ELOOP, f"{path} is a symbolic link; the toolkit does not write through links: remove it"
+            ) from None
+        raise
+
+
+def held_temp(directory: str | os.PathLike, prefix: str, suffix: str) -> tuple[int, Path]:
+    """A new file ``directory/<prefix><pid>-<random><suffix>`` (``O_EXCL``), locked (``lockf``) for as long
+    as the returned descriptor stays open: :func:`remove_stale_temps` removes it only once its owner is gone."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}-", suffix=suffix)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    return fd, Path(name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temps(directory: str | os.PathLike, pattern: re.Pattern[str] = _TEMP_NAME) -> list[Path]:
+    """Remove files in ``directory`` named like ``pattern`` whose writer is gone; return them.
+
+    ``pattern``'s group 1 is the writer's pid (:func:`atomic_path`, :func:`held_temp`). A file is removed
+    only if no process has that pid, no process holds a lock on it (a writer on another host sharing the
+    cache) and it is older than ``STALE_AFTER_S``. A directory that cannot be listed or written (a
+    read-only cache) is left alone.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(os.fspath(directory)))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.fullmatch(str(entry.name))
+        if m is None or _alive(int(m.group(1))):
+            continue
+        try:
+            if entry.is_symlink():
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            if time.time() - os.fstat(fd).st_mtime >= STALE_AFTER_S:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # locked by a live writer, or not ours to remove
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,6 +25,40 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 class UserError(ProbingError):
     """An error whose message is the whole story: printed without a traceback."""
+
+
+def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """argparse ``type=``: a plain integer in ``[low, high]`` ("1e13", "2.5" and "nan" are refused at parse time)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip().replace("_", ""), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            span = f">= {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"expected an integer {span}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(high: float) -> Callable[[str], float]:
+    """argparse ``type=``: a finite number in ``(0, high]``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(value) and 0 < value <= high):
+            raise argparse.ArgumentTypeError(f"expected a finite number > 0 and <= {high:g}, got {text!r}")
+        return value
+
+    return parse
+
+
+SEED = _integer(0, 2**32 - 1)
 
 
 def command(name: str):
@@ -145,6 +182,7 @@ def _extract(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
         seed=args.seed,
         progress=not args.quiet,
+        verify=args.verify,
     )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
@@ -331,8 +369,8 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
         metavar="DIR",
         help="folder of activation stores (default: the store/ folder of probing's cache)",
     )
-    p.add_argument("--max-sentences", type=int, metavar="N", help="use only the first N sentences")
-    p.add_argument("--seed", type=int, default=0, help="seed of random-elmo weights (default 0)")
+    p.add_argument("--max-sentences", type=_integer(1), metavar="N", help="use only the first N sentences (N >= 1)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of random-elmo weights (default 0)")
     _quiet(p)
 
 
@@ -366,7 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
     p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
     p.add_argument("--output", required=True, metavar="H5", help="HDF5 file to write (atomically)")
-    p.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)")
+    p.add_argument(
+        "--batch-size", type=_integer(1, 100_000), default=64, metavar="N", help="sentences per batch (default 64)"
+    )
     p.add_argument(
         "--layers",
         default="all",
@@ -410,6 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
         "and print where it is.",
     )
     _store_options(p, required=True)
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-hash every chunk of a cached store (not just a sample) and recompute what is corrupt",
+    )
 
     p = sub.add_parser(
         "run",
@@ -451,7 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(p, required=False)
     p.add_argument("--sentence", metavar="TEXT", help="a tokenized sentence holding the word (its context)")
     p.add_argument("--layer", action="append", metavar="L", help="layer name, repeatable (default: all layers)")
-    p.add_argument("-k", type=int, metavar="K", help="neighbours per list (default 10 types, 5 occurrences)")
+    p.add_argument(
+        "-k", type=_integer(1, 10_000), metavar="K", help="neighbours per list (default 10 types, 5 occurrences)"
+    )
     p.add_argument(
         "--table4",
         action="store_true",
@@ -472,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="architecture: an options.json, a folder holding one, or a checkpoint name",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for options.json and weights.hdf5")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored dtype")
 
     p = sub.add_parser(
@@ -485,8 +532,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--valid", help="held-out text for perplexity")
     p.add_argument("--options", help="architecture, in the options.json schema")
     p.add_argument("--out", required=True, help="run directory (checkpoint, log.csv, export/)")
-    p.add_argument("--max-tokens", type=int, help="stop after this many training tokens")
-    p.add_argument("--hours", type=float, help="stop after this much wall time (this invocation)")
+    p.add_argument("--max-tokens", type=_integer(1), help="stop after this many training tokens")
+    p.add_argument("--hours", type=_positive_float(24 * 365), help="stop after this much wall time (this invocation)")
     p.add_argument("--resume", action="store_true", help="continue the checkpoint in --out exactly")
     p.add_argument("--export-only", action="store_true", help="only export the checkpoint in --out")
     p.add_argument(
@@ -495,10 +542,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["float32", "float16"],
         help="dtype of the exported weights.hdf5 (default float32)",
     )
-    p.add_argument("--batch-tokens", type=int, default=4096, help="tokens per training batch (default 4096)")
-    p.add_argument("--checkpoint-minutes", type=float, default=10.0, help="minutes between checkpoints (default 10)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
+    p.add_argument(
+        "--batch-tokens", type=_integer(1, 1 << 24), default=4096, help="tokens per training batch (default 4096)"
+    )
+    p.add_argument(
+        "--checkpoint-minutes",
+        type=_positive_float(60 * 24 * 365),
+        default=10.0,
+        help="minutes between checkpoints (default 10)",
+    )
+    p.add_argument("--threads", type=_integer(1, 4096), default=2, help="torch threads (default 2)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation and data order (default 0)")
     return parser
 
 
@@ -517,13 +571,27 @@ def _is_user_error(e: BaseException) -> bool:
     return False
 
 
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread so that ``finally`` blocks remove temporary files."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    in_main = threading.current_thread() is threading.main_thread()  # signal handlers live in the main thread
+    previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)} if in_main else {}
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print(f"probing {args.command}: interrupted", file=sys.stderr)
         return 130
+    except _Terminated as e:
+        signum = int(e.args[0])
+        print(f"probing {args.command}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     except Exception as e:
         if not _is_user_error(e):
             traceback.print_exc()
@@ -535,6 +603,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"probing {args.command}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,16 @@
 """Fetch files over HTTP(S) into the cache: resumable, verified, safe under concurrency, offline-aware.
 
 A file is downloaded to ``<final>.part``, resumed with an HTTP Range request after an interruption,
-checked (size, sha256) and only then renamed onto its final name, so a file under its final name is
-always complete. When no sha256 is known in advance, the hash of the first complete download is
-recorded in a small JSON ledger and every later copy is checked against it.
+checked (size, sha256, and that its first bytes are what its kind of file starts with: an HTML error
+page is never an archive) and only then renamed onto its final name, so a file under its final name is
+always complete. When no sha256 is known in advance, the hash of the first complete download that passes
+these checks is recorded in a small JSON ledger and every later copy is checked against it.
+
+Only https is used unless the sha256 is pinned, the host is this machine, or ``allow_http=True``. A
+partial download is resumed only if its bytes still hash to what was recorded when it was interrupted
+(``<final>.part.json``); any other ``.part`` is discarded. Every socket operation (connect, each read)
+times out after ``TIMEOUT_S``, and a transfer that brings fewer than ``STALL_BYTES`` in ``STALL_S``
+seconds is cut off as stalled, so a server that drips bytes cannot hang a command.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 import fcntl
 import hashlib
 import http.client
+import ipaddress
 import json
 import logging
 import os
@@ -29,13 +37,15 @@ from urllib.parse import unquote, urlparse
 from tqdm import tqdm
 
 from probing import __version__, paths
-from probing._io import atomic_open
+from probing._io import atomic_open, open_nofollow, remove_stale_temps
 from probing.errors import InputError, ProbingError
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # connect, and each read
+STALL_S = 60.0
+STALL_BYTES = 16 << 10  # fewer bytes than this in STALL_S seconds: the transfer has stalled
 RETRY_WAIT_S = 1.0
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _TRANSFER_ERRORS = (http.client.HTTPException, ConnectionError, TimeoutError, ssl.SSLError)
@@ -58,8 +68,79 @@ class OfflineError(DownloadError, FileNotFoundError):
     """The file is not in the cache and network access is disabled."""
 
 
+class UnexpectedContentError(DownloadError):
+    """The server sent something that is not the kind of file expected (an HTML page instead of an archive)."""
+
+
 class _Interrupted(Exception):
     """A transfer stopped early; what arrived is kept in the ``.part`` file and can be resumed."""
+
+
+_MAGIC: dict[str, tuple[bytes, ...]] = {
+    "zip": (b"PK\x03\x04", b"PK\x05\x06"),
+    "gzip": (b"\x1f\x8b",),
+    "bzip2": (b"BZh",),
+    "xz": (b"\xfd7zXZ\x00",),
+    "hdf5": (b"\x89HDF\r\n\x1a\n",),
+}
+_KIND_BY_SUFFIX = {
+    ".zip": "zip",
+    ".gz": "gzip",
+    ".tgz": "gzip",
+    ".bz2": "bzip2",
+    ".xz": "xz",
+    ".hdf5": "hdf5",
+    ".h5": "hdf5",
+    ".json": "json",
+}
+KINDS = (*_MAGIC, "json", "any")
+
+
+def expected_kind(url: str) -> str:
+    """The kind of file a URL names, by its suffix (``"any"`` when unknown): see :func:`check_content`."""
+    return _KIND_BY_SUFFIX.get(PurePosixPath(urlparse(url).path).suffix.lower(), "any")
+
+
+def check_content(path: Path, kind: str) -> str | None:
+    """None if ``path`` starts like a ``kind`` file, else what it is instead (checked before a hash is trusted).
+
+    Magic bytes for archives and HDF5 (whose superblock may also sit at 512, 1024 or 2048), a JSON parse
+    for ``json`` (small files only), and for every kind: an HTML page is refused.
+    """
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    lowered = head.lstrip().lower()
+    if lowered.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return "an HTML page (an error or login page, not the file)"
+    if kind == "json":
+        if path.stat().st_size > 16 << 20:
+            return "a file too large to be an options.json"
+        try:
+            json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            return f"not JSON ({e})"
+        return None
+    if kind == "hdf5":
+        with open(path, "rb") as f:
+            for offset in (0, 512, 1024, 2048):
+                f.seek(offset)
+                if f.read(8) == _MAGIC["hdf5"][0]:
+                    return None
+        return f"not an HDF5 file (starts with {head[:8]!r})"
+    magic = _MAGIC.get(kind)
+    if magic is not None and not head.startswith(magic):
+        return f"not a {kind} file (starts with {head[:8]!r}, expected {magic[0]!r})"
+    return None
+
+
+def _loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def is_offline(offline: bool | None = None) -> bool:
@@ -116,6 +197,8 @@ def fetch(
     offline: bool | None = None,
     retries: int = 3,
     hint: str | None = None,
+    kind: str | None = None,
+    allow_http: bool = False,
 ) -> Path:
     """Return a verified local copy of ``url``, downloading it only when it is not already present.
 
@@ -123,11 +206,22 @@ def fetch(
     hash recorded at the first download is used). ``dest``: final path, default ``cache_path(url)``.
     ``offline`` (default ``$PROBING_OFFLINE``): never touch the network. ``retries``: how many times an
     interrupted transfer is resumed before giving up. ``hint``: the command to show a user who must
-    fetch the file (default: the Python call). A file already present is re-hashed on every call, so
-    a corrupted cache is never used silently.
+    fetch the file (default: the Python call). ``kind``: what the file must start with (see
+    :func:`check_content`; default from the URL's suffix). ``allow_http``: accept a plain-http URL whose
+    sha256 is not pinned (otherwise only https, or http to this machine). A file already present is
+    re-hashed on every call, so a corrupted cache is never used silently.
     """
-    if urlparse(url).scheme not in ("http", "https"):
+    scheme = urlparse(url).scheme
+    if scheme not in ("http", "https"):
         raise InputError(f"cannot fetch {url!r}: only http:// and https:// URLs are supported")
+    if scheme == "http" and sha256 is None and not allow_http and not _loopback(url):
+        raise DownloadError(
+            f"refusing plain-http {url}: nothing would protect the file in transit and no sha256 is pinned for "
+            "it; use an https:// URL, give sha256=, or pass allow_http=True if you accept the risk"
+        )
+    kind = kind or expected_kind(url)
+    if kind not in KINDS:
+        raise InputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if sha256 is not None:
         sha256 = sha256.strip().lower()
         if not _SHA256.fullmatch(sha256):
@@ -136,6 +230,7 @@ def fetch(
         raise InputError(f"size for {url} must be >= 0, got {size}")
     final = Path(dest) if dest is not None else cache_path(url)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(final.parent)
     hint = hint or f"python -c \"from probing.download import fetch; fetch('{url}')\""
 
     with _locked(final.with_name(final.name + ".lock"), waiting=url if progress else None):
@@ -144,7 +239,7 @@ def fetch(
         when = entry.get("recorded", "date unknown") if entry else ""
         source = "given" if sha256 else f"recorded at its first download, {when}"
         if final.exists():
-            found = _verify(final, url, expected, source, size, downloaded=False)
+            found = _verify(final, url, expected, source, size, downloaded=False, kind=kind)
             if entry is None:
                 _record(url, found, final.stat().st_size)
             return final
@@ -156,7 +251,8 @@ def fetch(
             )
         part = final.with_name(final.name + ".part")
         digest, n = _download(url, part, size, progress, retries, final.name)
-        _verify(part, url, expected, source, size, downloaded=True, digest=digest, n_bytes=n)
+        _sidecar(part).unlink(missing_ok=True)
+        _verify(part, url, expected, source, size, downloaded=True, digest=digest, n_bytes=n, kind=kind)
         if recorded(url) is None:
             _record(url, digest, n)
         os.replace(part, final)
@@ -174,8 +270,9 @@ def _verify(
     downloaded: bool,
     digest: str | None = None,
     n_bytes: int | None = None,
+    kind: str = "any",
 ) -> str:
-    """Check size and sha256 of ``path``; remove it and raise on a mismatch; return its sha256."""
+    """Check size, sha256 and content kind of ``path``; remove it and raise on a mismatch; return its sha256."""
     n_bytes = path.stat().st_size if n_bytes is None else n_bytes
     where = f"the download of {url}" if downloaded else f"the cached copy of {url} ({path})"
     again = (
@@ -190,6 +287,14 @@ def _verify(
         )
     if digest is None:
         digest = _hash_file(path)
+    if expected is None:  # nothing pinned or recorded: the kind check decides whether this copy is trusted
+        wrong = check_content(path, kind)
+        if wrong is not None:
+            path.unlink()
+            raise UnexpectedContentError(
+                f"{where} is {wrong}; expected a {kind} file. Nothing was kept or recorded. Check the URL "
+                "in a browser: the server may be down or may want a login."
+            )
     if expected is not None and digest != expected:
         path.unlink()
         if source.startswith("recorded"):
@@ -223,20 +328,48 @@ def _download(url: str, part: Path, size: int | None, progress: bool, retries: i
             time.sleep(RETRY_WAIT_S * attempt)
 
 
+def _sidecar(part: Path) -> Path:
+    """Where an interrupted transfer records what its ``.part`` holds (bytes, sha256, server validator)."""
+    return part.with_name(part.name + ".json")
+
+
+def _resumable(url: str, part: Path, size: int | None) -> tuple[int, hashlib._Hash, str | None]:
+    """(bytes to keep, their running sha256, the server's ETag/Last-Modified) of ``part``.
+
+    A partial file is kept only if its record says it came from ``url`` and it still hashes to what was
+    recorded when the transfer stopped; anything else (a planted, corrupted or foreign ``.part``, or one
+    left by a killed process) is discarded and the download starts over.
+    """
+    hasher = hashlib.sha256()
+    record = _sidecar(part)
+    if not part.exists():
+        record.unlink(missing_ok=True)
+        return 0, hasher, None
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    n = part.stat().st_size
+    if isinstance(meta, dict) and meta.get("url") == url and meta.get("bytes") == n and (size is None or n <= size):
+        _hash_into(hasher, part)
+        if hasher.hexdigest() == meta.get("sha256"):
+            return n, hasher, meta.get("validator")
+    log.info("discarding %s: not a validated partial download of %s", part, url)
+    part.unlink()
+    record.unlink(missing_ok=True)
+    return 0, hashlib.sha256(), None
+
+
 def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str) -> tuple[str, int]:
     """One HTTP request that continues ``part`` (Range) or restarts it; raise ``_Interrupted`` if cut short."""
-    offset = part.stat().st_size if part.exists() else 0
-    if size is not None and offset > size:
-        part.unlink()
-        offset = 0
-    hasher = hashlib.sha256()
-    if offset:
-        _hash_into(hasher, part)
-        if offset == size:
-            return hasher.hexdigest(), offset
+    offset, hasher, validator = _resumable(url, part, size)
+    if offset and offset == size:
+        return hasher.hexdigest(), offset
     headers = {"User-Agent": f"probing/{__version__}"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
+        if validator:
+            headers["If-Range"] = validator  # a changed file is then sent whole (200), not spliced on
     try:
         resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
     except urllib.error.HTTPError as exc:
@@ -267,11 +400,11 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
                 resp.close()
                 part.unlink()
                 return _transfer(url, part, size, progress, label)
-            mode = "ab"
+            flags = os.O_WRONLY | os.O_APPEND
         elif resp.status == 200:
             if offset:
                 log.info("%s ignored the Range request; downloading from the start", urlparse(url).netloc)
-            offset, hasher, mode = 0, hashlib.sha256(), "wb"
+            offset, hasher, flags = 0, hashlib.sha256(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
         else:
@@ -282,15 +415,18 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
                 f"size mismatch for {url}: expected {size} bytes but the server announces {total}. "
                 f"Nothing was kept; the expected size or the server's file is out of date."
             )
+        validator = resp.headers.get("ETag") or resp.headers.get("Last-Modified")
         n = offset
         bar = tqdm(
             total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label, disable=not progress
         )
-        with open(part, mode) as f, bar:
+        read = getattr(resp, "read1", resp.read)  # read1: whatever has arrived, so a slow server cannot block us
+        window_t, window_n = time.monotonic(), n
+        with os.fdopen(open_nofollow(part, flags), "ab" if flags & os.O_APPEND else "wb") as f, bar:
             try:
                 while True:
                     try:
-                        chunk = resp.read(CHUNK_BYTES)
+                        chunk = read(CHUNK_BYTES)
                     except _TRANSFER_ERRORS as exc:
                         lost = f"connection lost after {n} of {total or '?'} bytes ({exc!r})"
                         raise _Interrupted(lost) from None
@@ -300,9 +436,20 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
                     hasher.update(chunk)
                     n += len(chunk)
                     bar.update(len(chunk))
+                    now = time.monotonic()
+                    if now - window_t >= STALL_S:
+                        if n - window_n < STALL_BYTES:
+                            raise _Interrupted(
+                                f"stalled: {n - window_n} bytes in {now - window_t:.0f} s (fewer than {STALL_BYTES}) "
+                                f"after {n} of {total or '?'} bytes"
+                            )
+                        window_t, window_n = now, n
             finally:
                 f.flush()
                 os.fsync(f.fileno())
+                meta = {"url": url, "bytes": n, "sha256": hasher.copy().hexdigest(), "validator": validator}
+                with atomic_open(_sidecar(part), "w", encoding="utf-8") as rec:
+                    json.dump(meta, rec)
     if total is not None and n < total:
         raise _Interrupted(f"connection closed after {n} of {total} bytes")
     if total is not None and n > total:
@@ -336,7 +483,7 @@ def _hash_file(path: Path) -> str:
 def _locked(lock: Path, waiting: str | None = None) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``lock``; say so on stderr when another process holds it."""
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+b") as fh:
+    with os.fdopen(open_nofollow(lock, os.O_RDWR | os.O_CREAT), "r+b") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 
 class ProbingError(Exception):
-    """A failure the user can cause and fix: the CLI prints its one-line message and exits 2."""
+    """A failure the user can cause and fix: the CLI prints its one-line message and exits 2.
+
+    The message names the file, field or value and what was expected. Subclasses that callers already
+    catch as ``ValueError`` or ``OSError`` inherit from those too.
+    """
 
 
 class InputError(ProbingError, ValueError):
     """A value, option or file content is not what was expected; the message names it and what was."""
+
+
+__all__ = ["InputError", "ProbingError"]

@@ -484,8 +484,10 @@ def test_raganato_empty_token_names_file_and_sentence(tmp_path):
 @pytest.mark.parametrize("reader,suffix", [(read_text, ".txt"), (read_conllu, ".conllu")])
 def test_bytes_that_are_not_utf8_name_the_file(tmp_path, reader, suffix):
     path = tmp_path / f"latin1{suffix}"
-    path.write_bytes((UD / "en_ewt-ud-dev.conllu").read_bytes() + "# caf\xe9\n".encode("latin-1"))
-    with pytest.raises(CorpusFormatError, match=rf"{path}: not UTF-8 text after line \d+"):
+    good = (UD / "en_ewt-ud-dev.conllu").read_bytes()
+    path.write_bytes(good + "# caf\xe9\n".encode("latin-1"))
+    bad_line = good.count(b"\n") + 1  # the appended line, named exactly (not "after line N")
+    with pytest.raises(CorpusFormatError, match=rf"{path}:{bad_line}: not UTF-8 text"):
         list(reader(path))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -77,24 +78,41 @@ def test_interruption_past_retries_keeps_part_and_next_call_resumes(server):
 
 def test_server_ignoring_range_restarts_from_scratch(server):
     url = server.url("/elmo/lm_weights.hdf5")
+    half = len(WEIGHTS) // 2
+    server.drop_after["/elmo/lm_weights.hdf5"] = half
+    with pytest.raises(DownloadError, match="interrupted"):
+        fetch(url, progress=False, retries=0)
     server.ignore_range = True
-    final = download.cache_path(url)
-    final.parent.mkdir(parents=True)
-    garbage = b"\xff" * 1000  # a stale partial file: if it were kept, the hash below would differ
-    final.with_name(final.name + ".part").write_bytes(garbage)
     path = fetch(url, sha256=WEIGHTS_SHA, progress=False)
     assert path.read_bytes() == WEIGHTS
-    assert [r.range for r in server.requests] == ["bytes=1000-"], "one Range request, answered with 200"
+    assert [r.range for r in server.requests] == [None, f"bytes={half}-"], "one Range request, answered with 200"
 
 
-def test_stale_part_longer_than_file_restarts(server):
-    """A .part longer than the remote file gets 416 with the true length: start over."""
+def test_unvalidated_part_is_discarded_not_resumed(server):
+    """A .part with no record of the interrupted transfer (planted, corrupted, left by a kill) restarts:
+    resuming from it would splice its bytes onto the genuine rest and, with no pinned hash, record that."""
     url = server.url("/elmo/options.json")
     final = download.cache_path(url)
     final.parent.mkdir(parents=True)
-    final.with_name(final.name + ".part").write_bytes(b"x" * (len(OPTIONS) + 10))
+    final.with_name(final.name + ".part").write_bytes(b"x" * 10)
     assert fetch(url, progress=False).read_bytes() == OPTIONS
-    assert [r.range for r in server.requests] == [f"bytes={len(OPTIONS) + 10}-", None]
+    assert [r.range for r in server.requests] == [None], "no Range request from an unvalidated partial"
+    assert download.recorded(url)["sha256"] == hashlib.sha256(OPTIONS).hexdigest()
+
+
+def test_corrupted_validated_part_is_discarded(server):
+    """A partial whose bytes changed after the interruption no longer matches its record: start over."""
+    url = server.url("/elmo/lm_weights.hdf5")
+    half = len(WEIGHTS) // 2
+    server.drop_after["/elmo/lm_weights.hdf5"] = half
+    with pytest.raises(DownloadError, match="interrupted"):
+        fetch(url, progress=False, retries=0)
+    part = download.cache_path(url).with_name(download.cache_path(url).name + ".part")
+    data = bytearray(part.read_bytes())
+    data[100] ^= 0xFF
+    part.write_bytes(bytes(data))
+    assert fetch(url, progress=False).read_bytes() == WEIGHTS
+    assert [r.range for r in server.requests] == [None, None]
 
 
 def test_corrupted_download_names_both_hashes_and_keeps_nothing(server, cache):
@@ -245,3 +263,65 @@ def test_malformed_ledger_is_reported(server, cache):
     (cache / "downloads" / "ledger.json").write_text("{not json")
     with pytest.raises(DownloadError, match="ledger.json is not valid JSON"):
         fetch(server.url("/elmo/options.json"), progress=False)
+
+
+# -- hostile servers (issue 14) -------------------------------------------------------------------------------
+
+
+def test_html_error_page_is_never_pinned_as_the_file(server):
+    """Expected: an HTML page served for a .hdf5 URL is refused and NOT recorded (trust on first use must
+    not pin it), so the genuine file is accepted once the server is fixed."""
+    url = server.url("/elmo/lm_weights.hdf5")
+    server.files["/elmo/lm_weights.hdf5"] = b"<!DOCTYPE html><html><body>503 Service Unavailable</body></html>"
+    with pytest.raises(download.UnexpectedContentError, match=r"is an HTML page .*expected a hdf5 file"):
+        fetch(url, progress=False)
+    assert download.recorded(url) is None and not download.cache_path(url).exists()
+    server.files["/elmo/lm_weights.hdf5"] = WEIGHTS
+    assert fetch(url, progress=False).read_bytes() == WEIGHTS
+    assert download.recorded(url)["sha256"] == WEIGHTS_SHA
+
+
+def test_wrong_magic_for_the_expected_kind_is_refused(server):
+    """Expected: bytes that do not start like a zip are not accepted as one, even if not HTML."""
+    server.files["/data/archive.zip"] = b"\x1f\x8b" + b"\0" * 100
+    with pytest.raises(download.UnexpectedContentError, match=r"not a zip file"):
+        fetch(server.url("/data/archive.zip"), progress=False)
+
+
+def test_plain_http_to_a_remote_host_is_refused_without_a_pinned_hash():
+    """Expected: refused before any connection (nothing protects an unpinned file over http)."""
+    with pytest.raises(DownloadError, match="refusing plain-http http://example.invalid/a.zip"):
+        fetch("http://example.invalid/a.zip", progress=False)
+
+
+def test_drip_feeding_server_is_cut_off_as_stalled(server, monkeypatch):
+    """Expected: a server sending ~20 bytes/s is stopped by stall detection within a few seconds (the
+    socket timeout alone never fires: every read gets a byte), with a message that says so."""
+    monkeypatch.setattr(download, "STALL_S", 0.5)
+    monkeypatch.setattr(download, "STALL_BYTES", 1000)
+    server.drip_seconds = 0.05
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=r"interrupted 1 times \(last: stalled: \d+ bytes in"):
+        fetch(server.url("/elmo/options.json"), progress=False, retries=0)
+    assert time.monotonic() - t0 < 5
+
+
+def test_server_that_never_answers_times_out(server, monkeypatch):
+    monkeypatch.setattr(download, "TIMEOUT_S", 0.3)
+    server.silent_seconds = 3.0
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=r"interrupted 1 times .*(no answer within|timed out)"):
+        fetch(server.url("/elmo/options.json"), progress=False, retries=0)
+    assert time.monotonic() - t0 < 3
+
+
+def test_planted_symlink_part_is_not_written_through(server, tmp_path):
+    """Expected: a link planted at the .part path is discarded (unvalidated), its target left intact."""
+    url = server.url("/elmo/options.json")
+    part = download.cache_path(url).with_name(download.cache_path(url).name + ".part")
+    part.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    part.symlink_to(victim)
+    assert fetch(url, progress=False).read_bytes() == OPTIONS
+    assert victim.read_bytes() == b"precious"

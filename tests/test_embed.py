@@ -96,7 +96,7 @@ def test_blank_line_is_refused_before_any_work(tmp_path):
 def test_bad_utf8_names_the_line(tmp_path):
     src = tmp_path / "in.txt"
     src.write_bytes(b"fine\nbad \xff byte\n")
-    with pytest.raises(EmbedInputError, match=r"in\.txt, line 2: not valid UTF-8"):
+    with pytest.raises(EmbedInputError, match=r"in\.txt:2: not UTF-8 text"):
         embed_file(model(stateful=False), src, tmp_path / "out.hdf5", progress=False)
 
 

@@ -211,6 +211,12 @@ def test_bad_input_errors(multiclass):
     Xn[7, 3] = np.nan
     with pytest.raises(ValueError, match=r"NaN or infinity \(row 7, column 3\)"):
         LinearProbe().fit(Xn, y)
+    Xb = X.copy()
+    Xb[5, 2] = 1e38  # finite, but its square overflows float32: the fit would go non-finite without a word
+    with pytest.raises(ValueError, match=r"value of 1e\+38 \(row 5, column 2\), beyond 1e\+15"):
+        LinearProbe().fit(Xb, y)
+    with pytest.raises(ValueError, match=r"beyond 1e\+15"):
+        ScalarMixProbe().fit([Xb, X], y)
     with pytest.raises(ValueError, match="at least 2 classes"):
         LinearProbe().fit(X, np.zeros(len(X)))
     with pytest.raises(ValueError, match="C must be a positive"):

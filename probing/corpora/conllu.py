@@ -16,12 +16,11 @@ import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import conllu as _conllu
 from conllu.exceptions import ParseException
 
-from probing.corpora._files import base_name, open_text, require_file
+from probing.corpora._files import base_name, numbered_lines, require_file
 from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
 
 _N_COLUMNS = 10
@@ -34,10 +33,10 @@ _TRAILING_NUMBER = re.compile(r"[-_.:]?\d+$")
 class _TrackedLines(io.TextIOBase):
     """A text stream for ``parse_incr`` that keeps line numbers and checks the column count."""
 
-    def __init__(self, path: Path, fh: IO[str]) -> None:
+    def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
-        self._fh = fh
+        self._lines = numbered_lines(path)
         self.lineno = 0
         self.block_start = 0
         self.block: list[tuple[int, str]] = []
@@ -47,13 +46,9 @@ class _TrackedLines(io.TextIOBase):
         return True
 
     def readline(self, size: int = -1) -> str:
-        try:
-            line = self._fh.readline()
-        except UnicodeDecodeError as e:
-            raise CorpusFormatError(f"{self.path}: not UTF-8 text after line {self.lineno}: {e.reason}") from None
+        self.lineno, line = next(self._lines, (self.lineno, ""))
         if not line:
             return line
-        self.lineno += 1
         if not line.strip():
             self._in_block = False
             return line
@@ -96,71 +91,71 @@ def _sentences(path: Path) -> Iterator[Sentence]:
     stem = base_name(path)
     seen: set[str] = set()
     doc_id: str | None = None
-    with open_text(path) as fh:
-        lines = _TrackedLines(path, fh)
-        parsed = _conllu.parse_incr(lines, fields=_FIELDS, field_parsers=_RAW)
-        n = 0
-        while True:
-            try:
-                tokenlist = next(parsed)
-            except StopIteration:
-                return
-            except ParseException as e:
-                raise lines.locate(e) from None
-            n += 1
-            meta = tokenlist.metadata
-            where = f"{path}:{lines.block_start}"
-            if "newdoc id" in meta:
-                doc_id = meta["newdoc id"]
-            elif "newdoc" in meta:
-                doc_id = None
-            sent_id = meta.get("sent_id") or f"{stem}-{n}"
-            if sent_id in seen:
-                raise CorpusFormatError(f"{where}: sentence id {sent_id!r} appears twice in this file")
-            seen.add(sent_id)
-            words: list[str] = []
-            upos: list[str] = []
-            xpos: list[str] = []
-            lemmas: list[str] = []
-            heads: list[int | None] = []
-            deprels: list[str] = []
-            feats: list[str] = []
-            for tok in tokenlist:
-                if not isinstance(tok["id"], int):
-                    continue
-                if tok["id"] != len(words) + 1:
-                    raise CorpusFormatError(
-                        f"{where}: sentence {sent_id!r}: word id {tok['id']} follows word {len(words)}; "
-                        "word ids must run 1, 2, 3, ..."
-                    )
-                form = tok["form"]
-                heads.append(tok["head"])
-                deprels.append(_missing(tok["deprel"]))
-                feats.append(_missing(tok["feats"]))
-                words.append(form)
-                upos.append(_missing(tok["upos"]))
-                xpos.append(_missing(tok["xpos"]))
-                lemma = tok["lemma"]
-                lemmas.append(lemma if lemma == "_" and form == "_" else _missing(lemma))
-            doc = doc_id or (_TRAILING_NUMBER.sub("", sent_id) if "sent_id" in meta else stem) or stem
-            missing = [i + 1 for i, h in enumerate(heads) if h is None]
-            if missing and len(missing) < len(heads):
+    lines = _TrackedLines(path)
+    parsed = _conllu.parse_incr(lines, fields=_FIELDS, field_parsers=_RAW)
+    n = 0
+    while True:
+        try:
+            tokenlist = next(parsed)
+        except StopIteration:
+            return
+        except ParseException as e:
+            raise lines.locate(e) from None
+        n += 1
+        meta = tokenlist.metadata
+        where = f"{path}:{lines.block_start}"
+        if "newdoc id" in meta:
+            doc_id = meta["newdoc id"]
+        elif "newdoc" in meta:
+            doc_id = None
+        sent_id = meta.get("sent_id") or f"{stem}-{n}"
+        if sent_id in seen:
+            raise CorpusFormatError(f"{where}: sentence id {sent_id!r} appears twice in this file")
+        seen.add(sent_id)
+        words: list[str] = []
+        upos: list[str] = []
+        xpos: list[str] = []
+        lemmas: list[str] = []
+        heads: list[int | None] = []
+        deprels: list[str] = []
+        feats: list[str] = []
+        token_lines = [lineno for lineno, line in lines.block if not line.startswith("#")]
+        for tok, lineno in zip(tokenlist, token_lines):
+            if not isinstance(tok["id"], int):
+                continue
+            if tok["id"] != len(words) + 1:
                 raise CorpusFormatError(
-                    f"{where}: sentence {sent_id!r}: words {missing[:10]} have no HEAD but others do; "
-                    "give every word a head (0 for the root) or none"
+                    f"{path}:{lineno}: word id {tok['id']} where {len(words) + 1} was expected: ids in a "
+                    "sentence must run 1, 2, 3, ... with no repeat, gap or reordering"
                 )
-            yield make_sentence(
-                where,
-                id=sent_id,
-                doc_id=doc,
-                words=words,
-                upos=upos,
-                xpos=xpos,
-                lemmas=lemmas,
-                heads=None if missing else heads,
-                deprels=deprels if any(deprels) else None,
-                feats=feats if any(feats) else None,
+            form = tok["form"]
+            heads.append(tok["head"])
+            deprels.append(_missing(tok["deprel"]))
+            feats.append(_missing(tok["feats"]))
+            words.append(form)
+            upos.append(_missing(tok["upos"]))
+            xpos.append(_missing(tok["xpos"]))
+            lemma = tok["lemma"]
+            lemmas.append(lemma if lemma == "_" and form == "_" else _missing(lemma))
+        doc = doc_id or (_TRAILING_NUMBER.sub("", sent_id) if "sent_id" in meta else stem) or stem
+        missing = [i + 1 for i, h in enumerate(heads) if h is None]
+        if missing and len(missing) < len(heads):
+            raise CorpusFormatError(
+                f"{where}: sentence {sent_id!r}: words {missing[:10]} have no HEAD but others do; "
+                "give every word a head (0 for the root) or none"
             )
+        yield make_sentence(
+            where,
+            id=sent_id,
+            doc_id=doc,
+            words=words,
+            upos=upos,
+            xpos=xpos,
+            lemmas=lemmas,
+            heads=None if missing else heads,
+            deprels=deprels if any(deprels) else None,
+            feats=feats if any(feats) else None,
+        )
 
 
 def read_conllu(path: str | Path, *, name: str | None = None, split: str = "all", license: str = "") -> Corpus:

@@ -106,6 +106,7 @@ def _sentence(el: ET.Element, doc_id: str, path: Path, keys: _GoldKeys) -> Sente
 def _sentences(data_path: Path, key_path: Path) -> Iterator[Sentence]:
     keys = _GoldKeys(key_path, data_path)
     doc_id: str | None = None
+    seen: dict[str, str] = {}  # sentence id -> its text: ids key the bootstrap's clusters, so they must be unique
     with open_binary(data_path) as fh:
         try:
             for event, el in ET.iterparse(fh, events=("start", "end")):
@@ -118,6 +119,13 @@ def _sentences(data_path: Path, key_path: Path) -> Iterator[Sentence]:
                 if el.tag == "sentence":
                     if doc_id is None:
                         raise CorpusFormatError(f"{data_path}: <sentence id={el.get('id')!r}> is outside a <text>")
+                    sent_id = el.get("id") or ""
+                    if sent_id in seen:
+                        raise CorpusFormatError(
+                            f"{data_path}: sentence id {sent_id!r} appears twice (in text {seen[sent_id]!r} and "
+                            f"in text {doc_id!r}); sentence ids must be unique"
+                        )
+                    seen[sent_id] = doc_id
                     yield _sentence(el, doc_id, data_path, keys)
                     el.clear()
                 elif el.tag == "text":

@@ -45,7 +45,13 @@ UD_EWT_FILES = {  # file name: (sha256, bytes), from shared/data/ud/en_ewt/READM
     "en_ewt-ud-dev.conllu": ("531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6", 1_805_545),
     "en_ewt-ud-test.conllu": ("e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd", 1_804_515),
 }
+# Published over plain http only, with no checksum from the publisher: fetched with allow_http=True,
+# checked to be a zip before its first-download hash is recorded, unpacked within the caps below.
 RAGANATO_URL = "http://lcl.uniroma1.it/wsdeval/data/WSD_Evaluation_Framework.zip"
+RAGANATO_MAX_MEMBERS = 10_000  # the 2017 framework zip has a few hundred members
+RAGANATO_MAX_BYTES = (
+    256 << 20
+)  # unpacked size of the files copied out (the real WSD files are tens of MB; a bomb stops here)
 RAGANATO_TERMS = (
     "Raganato et al.'s WSD Evaluation Framework holds SemCor (WordNet 3.0 licence) and the Senseval-2/3 and "
     "SemEval-2007/2013/2015 test sets, research data released without a licence. Downloading it is your own "
@@ -269,7 +275,8 @@ class WsdDataset(Dataset):
 
         print(RAGANATO_TERMS, file=sys.stderr)
         dest = cache_dir() / "data" / "wsd"
-        unpack_raganato(fetch(RAGANATO_URL, hint=f"probing data get {self.name}"), dest)
+        archive = fetch(RAGANATO_URL, hint=f"probing data get {self.name}", kind="zip", allow_http=True)
+        unpack_raganato(archive, dest)
         return dest / self.stem
 
 
@@ -295,19 +302,41 @@ class TextDataset(Dataset):
         raise InputError(f"text: {self.get_command()}")
 
 
+class ArchiveError(ProbingError, ValueError):
+    """A downloaded archive is not a readable zip, or exceeds the member-count or size caps."""
+
+
 def unpack_raganato(archive: Path, dest: Path) -> None:
     """Copy ``<name>.data.xml`` and ``<name>.gold.key.txt`` of SemCor, the test sets and ALL out of
     Raganato's zip into ``dest/<name>/`` (the ``wsd/`` layout of shared/data). Names come from a fixed
-    list, never from the archive's paths."""
+    list, never from the archive's paths (no traversal, no links). An archive with more than
+    ``RAGANATO_MAX_MEMBERS`` members, or whose wanted members unpack to more than ``RAGANATO_MAX_BYTES``, is
+    refused before anything is written; so is a file that is not a zip, or one whose data fail their CRC."""
     wanted = {f"{stem}.{kind}": stem for stem in RAGANATO_SETS for kind in ("data.xml", "gold.key.txt")}
     found = set()
-    with zipfile.ZipFile(archive) as zf:
-        for member in zf.namelist():
-            base = member.rsplit("/", 1)[-1]
-            if base in wanted and base not in found:
-                with zf.open(member) as src, atomic_path(dest / wanted[base] / base) as tmp, open(tmp, "wb") as out:
+    again = f"delete {archive} and run probing data get again"
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            members = zf.infolist()
+            if len(members) > RAGANATO_MAX_MEMBERS:
+                raise ArchiveError(f"{archive}: {len(members)} members, more than {RAGANATO_MAX_MEMBERS}; {again}")
+            chosen = {}
+            for info in members:
+                base = info.filename.rsplit("/", 1)[-1]
+                if base in wanted and base not in chosen and not info.is_dir():
+                    chosen[base] = info
+            total = sum(info.file_size for info in chosen.values())
+            if total > RAGANATO_MAX_BYTES:
+                raise ArchiveError(
+                    f"{archive}: its WSD files unpack to {total} bytes, more than the cap of {RAGANATO_MAX_BYTES}; "
+                    f"{again}"
+                )
+            for base, info in chosen.items():
+                with zf.open(info) as src, atomic_path(dest / wanted[base] / base) as tmp, open(tmp, "wb") as out:
                     shutil.copyfileobj(src, out)
                 found.add(base)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as e:
+        raise ArchiveError(f"{archive}: not a readable zip archive ({e}); {again}") from None
     missing = sorted(set(wanted) - found)
     if missing:
         raise FileNotFoundError(f"{archive} lacks {missing}; is it Raganato's WSD_Evaluation_Framework.zip?")

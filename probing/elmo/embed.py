@@ -18,9 +18,11 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
-from probing.errors import InputError, ProbingError
-
-from .._io import atomic_path
+from .._io import atomic_path, remove_stale_temps
+from ..corpora._files import numbered_lines
+from ..corpora.base import CorpusFormatError
+from ..corpora.text import line_tokens
+from ..errors import InputError, ProbingError
 from .elmo import Elmo
 
 LAYER_MODES = ("all", "top", "average")
@@ -31,23 +33,23 @@ class EmbedInputError(ProbingError, ValueError):
 
 
 def read_sentences(path: str | Path) -> list[str]:
-    """The stripped lines of a UTF-8 text file, refusing blank lines (all of them named at once)."""
+    """The stripped lines of a UTF-8 text file, refusing blank lines (all of them named at once).
+
+    The text rules of ``probing.corpora`` apply: a leading BOM is dropped; a NUL byte, invalid UTF-8, a
+    line over 1 MiB or over ``MAX_TOKENS`` (1,000) tokens is refused with its line number.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"embed input not found: {path}")
     sentences: list[str] = []
     blank: list[int] = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as e:
-                raise EmbedInputError(
-                    f"{path}, line {lineno}: not valid UTF-8 ({e.reason} at byte {e.start})"
-                ) from None
-            if not line:
+    try:
+        for lineno, raw in numbered_lines(path):
+            if not line_tokens(path, lineno, raw):
                 blank.append(lineno)
-            sentences.append(line)
+            sentences.append(raw.strip())
+    except CorpusFormatError as e:
+        raise EmbedInputError(str(e)) from None
     if blank:
         more = f" (and {len(blank) - 1} more: lines {_first(blank[1:])})" if len(blank) > 1 else ""
         raise EmbedInputError(
@@ -73,15 +75,21 @@ def embed_file(
     (fast; the vectors do not depend on batching); stateful models start from zero state and take
     batches of ``batch_size`` lines in input order, as the AllenNLP command did. Each batch is written
     as soon as it is computed, to a temporary file renamed onto ``output_path`` at the end: an error
-    or an interrupt leaves no partial file.
+    or an interrupt leaves no partial file (and one left by a killed run is removed by the next).
+    The output may not be the input (``EmbedInputError``).
     """
     if layers not in LAYER_MODES:
         raise InputError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
     if batch_size < 1:
         raise InputError(f"batch_size must be at least 1, got {batch_size}")
+    if Path(output_path).resolve() == Path(input_path).resolve() or (
+        Path(output_path).exists() and Path(output_path).samefile(input_path)
+    ):
+        raise EmbedInputError(f"--output {output_path} is the input file {input_path}: it would be replaced")
     sentences = read_sentences(input_path)
     tokens = [s.split() for s in sentences]
     output_path = Path(output_path)
+    remove_stale_temps(output_path.parent.resolve())  # temp files of killed embeds (their pid is gone)
     if model.stateful:
         model.reset_states()
     bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}", disable=not progress)

@@ -65,17 +65,8 @@ class Checkpoint:
 
 
 def count_parameters(opts: ElmoOptions) -> int:
-    """Number of values in the biLM's weights file (the official HDF5 layout; no softmax).
-
-    The character table stores ``n_characters - 1`` rows: the padding row is implicit.
-    """
-    e, f, p, c = opts.char_embed_dim, opts.n_filters, opts.projection_dim, opts.lstm_dim
-    chars = (opts.n_characters - 1) * e
-    cnn = sum(width * e * n + n for width, n in opts.filters)
-    highway = opts.n_highway * 2 * (f * f + f)
-    projection = f * p + p
-    lstm_cell = 2 * p * 4 * c + 4 * c + c * p  # input (p) and recurrent projection (p) -> 4 gates, bias, c -> p
-    return chars + cnn + highway + projection + 2 * opts.n_layers * lstm_cell
+    """Number of values in the biLM's weights file (``opts.n_parameters``; the official HDF5 layout)."""
+    return opts.n_parameters
 
 
 def _official(name: str, tag: str, description: str) -> Checkpoint:

@@ -331,6 +331,7 @@ class BiLM(nn.Module):
 
     def __init__(self, opts: ElmoOptions):
         super().__init__()
+        opts.check_memory()
         self.opts = opts
         self.char_cnn = CharCNN(opts)
         self.forward_lstm = LstmDirection(opts)

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probing.errors import ProbingError
 
+MIN_CHARACTERS = 262  # character ids run to 261 (probing.elmo.chars: 256 bytes + BOW/EOW/PAD, shifted by 1)
+MAX_PARAMETERS = 2_000_000_000  # 8 GB of float32 weights; the largest official ELMo has ~94M
+
 
 class OptionsError(ProbingError, ValueError):
-    """options.json is missing a key or has a value of the wrong kind."""
+    """options.json is missing a key, has a value of the wrong kind, or one that means nothing
+    (a negative dimension, a negative clip, a model too large to allocate)."""
 
 
 @dataclass(frozen=True)
@@ -31,9 +37,73 @@ class ElmoOptions:
     proj_clip: float | None
     use_skip_connections: bool
 
+    def __post_init__(self) -> None:
+        """Refuse values that are of the right type but mean nothing; the message names the options.json key."""
+        positive = {
+            "char_cnn.embedding.dim": self.char_embed_dim,
+            "char_cnn.max_characters_per_token": self.max_characters_per_token,
+            "lstm.dim": self.lstm_dim,
+            "lstm.projection_dim": self.projection_dim,
+            "lstm.n_layers": self.n_layers,
+        }
+        for key, value in positive.items():
+            if value < 1:
+                raise OptionsError(f"key '{key}' must be a positive integer, got {value}")
+        if self.n_highway < 0:
+            raise OptionsError(f"key 'char_cnn.n_highway' must be >= 0, got {self.n_highway}")
+        if self.n_characters < MIN_CHARACTERS:
+            raise OptionsError(
+                f"key 'char_cnn.n_characters' must be at least {MIN_CHARACTERS} (the character ids of this ELMo), "
+                f"got {self.n_characters}"
+            )
+        if not self.filters or any(w < 1 or n < 1 for w, n in self.filters):
+            raise OptionsError(
+                f"key 'char_cnn.filters' must be a non-empty list of [width, count] with both >= 1, got {self.filters}"
+            )
+        widest = max(w for w, _ in self.filters)
+        if widest > self.max_characters_per_token:
+            raise OptionsError(
+                f"key 'char_cnn.filters' has a filter of width {widest}, wider than "
+                f"'char_cnn.max_characters_per_token' = {self.max_characters_per_token}"
+            )
+        for key, clip in (("lstm.cell_clip", self.cell_clip), ("lstm.proj_clip", self.proj_clip)):
+            if clip is not None and not (math.isfinite(clip) and clip >= 0):
+                raise OptionsError(f"key '{key}' must be a finite number >= 0 (or null: no clipping), got {clip}")
+
     @property
     def n_filters(self) -> int:
         return sum(n for _, n in self.filters)
+
+    @property
+    def n_parameters(self) -> int:
+        """Number of values in the biLM's weights file (the official HDF5 layout; no softmax).
+
+        The character table stores ``n_characters - 1`` rows: the padding row is implicit.
+        """
+        e, f, p, c = self.char_embed_dim, self.n_filters, self.projection_dim, self.lstm_dim
+        chars = (self.n_characters - 1) * e
+        cnn = sum(width * e * n + n for width, n in self.filters)
+        highway = self.n_highway * 2 * (f * f + f)
+        projection = f * p + p
+        lstm_cell = 2 * p * 4 * c + 4 * c + c * p  # input (p) and recurrent projection (p) -> 4 gates, bias, c -> p
+        return chars + cnn + highway + projection + 2 * self.n_layers * lstm_cell
+
+    def check_memory(self, source: str = "options") -> None:
+        """OptionsError before allocating a model whose float32 weights exceed ``MAX_PARAMETERS`` values or
+        half of this machine's physical memory (absurd sizes would otherwise try to allocate 16-200 GB)."""
+        need = 4 * self.n_parameters
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            ram = None
+        limit = min(4 * MAX_PARAMETERS, ram // 2 if ram else 4 * MAX_PARAMETERS)
+        if need > limit:
+            raise OptionsError(
+                f"{source}: this architecture has {self.n_parameters:,} weights ({need / 2**30:.1f} GiB as float32), "
+                f"more than the {limit / 2**30:.1f} GiB allowed here (lstm.dim {self.lstm_dim}, projection_dim "
+                f"{self.projection_dim}, n_layers {self.n_layers}, {self.n_filters} char filters): check the "
+                "options file"
+            )
 
     @property
     def output_dim(self) -> int:
@@ -68,7 +138,7 @@ class ElmoOptions:
             raise OptionsError(f"{source}: key 'char_cnn.activation' should be 'relu' or 'tanh', got {activation!r}")
         cell_clip = get("lstm.cell_clip", (int, float), None)
         proj_clip = get("lstm.proj_clip", (int, float), None)
-        return cls(
+        fields = dict(
             char_embed_dim=get("char_cnn.embedding.dim", int),
             filters=filters_t,
             n_highway=get("char_cnn.n_highway", int),
@@ -78,10 +148,16 @@ class ElmoOptions:
             lstm_dim=get("lstm.dim", int),
             projection_dim=get("lstm.projection_dim", int),
             n_layers=get("lstm.n_layers", int),
-            cell_clip=float(cell_clip) if cell_clip else None,
-            proj_clip=float(proj_clip) if proj_clip else None,
+            cell_clip=float(cell_clip) if cell_clip is not None and cell_clip != 0 else None,
+            proj_clip=float(proj_clip) if proj_clip is not None and proj_clip != 0 else None,
             use_skip_connections=bool(get("lstm.use_skip_connections", bool, False)),
         )
+        try:
+            opts = cls(**fields)
+        except OptionsError as e:
+            raise OptionsError(f"{source}: {e}") from None
+        opts.check_memory(source)
+        return opts
 
     @classmethod
     def from_json(cls, path: str | Path) -> ElmoOptions:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import pickle
 import platform
 import signal
 import time
@@ -27,6 +28,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .._io import atomic_open, atomic_path
+from ..errors import ProbingError
 from .chars import BOS_TOKEN, EOS_TOKEN, token_char_ids
 from .elmo import Elmo
 from .model import BiLM
@@ -157,6 +159,32 @@ class BiLMTrainer(nn.Module):
         return (f_nll + b_nll) / (2 * n), f_nll.detach(), b_nll.detach()
 
 
+class CheckpointError(ProbingError, ValueError):
+    """checkpoint.pt is truncated, damaged or not a checkpoint written by ``probing pretrain``."""
+
+
+_CHECKPOINT_KEYS = ("config", "options", "vocab", "model", "optim", "tokens_seen", "epoch", "batch_in_epoch")
+
+
+def _load_checkpoint(path: Path) -> dict:
+    """The state dict of a ``probing pretrain`` checkpoint (``weights_only``: nothing is unpickled), with
+    ``config`` as a PretrainConfig; CheckpointError naming the file and what is wrong."""
+    try:
+        state = torch.load(path, weights_only=True)
+    except (RuntimeError, pickle.UnpicklingError, EOFError, OSError, ValueError) as e:
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]}); it is "
+            "truncated or not written by probing pretrain: move it away to start afresh"
+        ) from None
+    missing = [k for k in _CHECKPOINT_KEYS if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CheckpointError(f"{path}: not a probing pretrain checkpoint (no {', '.join(map(repr, missing))})")
+    try:
+        return {**state, "config": PretrainConfig(**state["config"])}
+    except TypeError as e:
+        raise CheckpointError(f"{path}: field 'config' does not match this version's PretrainConfig ({e})") from None
+
+
 class Pretrainer:
     """Owns the data, model, optimizer and the resumable loop."""
 
@@ -168,8 +196,8 @@ class Pretrainer:
         if self.ckpt_path.exists():
             if not resume:
                 raise FileExistsError(f"{self.ckpt_path} exists: pass --resume to continue it, or choose another --out")
-            state = torch.load(self.ckpt_path, weights_only=True)
-            config = PretrainConfig(**state["config"])
+            state = _load_checkpoint(self.ckpt_path)
+            config = state["config"]
         elif resume:
             raise FileNotFoundError(f"--resume: no checkpoint at {self.ckpt_path}")
         self.config = config
@@ -201,14 +229,20 @@ class Pretrainer:
         self.train_seconds = 0.0
         self.log: list[dict] = []
         if state is not None:
-            self.model.load_state_dict(state["model"])
-            self.optim.load_state_dict(state["optim"])
-            self.tokens_seen = int(state["tokens_seen"])
-            self.epoch = int(state["epoch"])
-            self.batch_in_epoch = int(state["batch_in_epoch"])
-            self.train_seconds = float(state["train_seconds"])
-            self.log = list(state["log"])
-            torch.set_rng_state(state["torch_rng"])
+            try:
+                self.model.load_state_dict(state["model"])
+                self.optim.load_state_dict(state["optim"])
+                self.tokens_seen = int(state["tokens_seen"])
+                self.epoch = int(state["epoch"])
+                self.batch_in_epoch = int(state["batch_in_epoch"])
+                self.train_seconds = float(state["train_seconds"])
+                self.log = list(state["log"])
+                torch.set_rng_state(state["torch_rng"])
+            except (RuntimeError, KeyError, TypeError, ValueError) as e:
+                raise CheckpointError(
+                    f"{self.ckpt_path}: does not match the model it describes ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0][:200]})"
+                ) from None
         self._stop = False
 
     def extend_budget(self, *, max_tokens: int | None = None, hours: float | None = None) -> None:

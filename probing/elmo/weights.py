@@ -19,7 +19,8 @@ FORGET_BIAS = 1.0
 
 
 class WeightsError(ProbingError, ValueError):
-    """weights.hdf5 lacks a dataset or holds one of the wrong shape."""
+    """weights.hdf5 lacks a dataset, holds one of the wrong shape or kind, non-finite values, more layers
+    than options.json uses, or cannot be read (damaged HDF5)."""
 
 
 def _lstm_name(direction: int, layer: int, leaf: str) -> str:
@@ -76,7 +77,11 @@ def _mapping(model: BiLM) -> Iterator[tuple[str, tuple[int, ...], torch.Tensor, 
 
 
 def load_weights(model: BiLM, path: str | Path) -> None:
-    """Copy every dataset of an official weights file into ``model``, checking names and shapes."""
+    """Copy every dataset of an official weights file into ``model``, checking names, kinds, shapes and values.
+
+    HDF5 keeps no checksum, so values are checked: NaN or infinity anywhere is refused. A file with more
+    LSTM or highway layers than options.json uses is refused too (the options do not describe it).
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"weights file not found: {path}")
@@ -84,17 +89,36 @@ def load_weights(model: BiLM, path: str | Path) -> None:
         f = h5py.File(path, "r")
     except OSError as e:
         raise WeightsError(f"{path}: not a readable HDF5 file ({e})") from None
+    opts = model.opts
+    name = "(file structure)"
     with f, torch.no_grad():
-        for name, shape, param, to_param, _ in _mapping(model):
-            if name not in f:
-                raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} from options.json)")
-            ds = f[name]
-            if tuple(ds.shape) != shape:
-                raise WeightsError(
-                    f"{path}: dataset '{name}' has shape {tuple(ds.shape)}, options.json expects {shape}"
-                )
-            value = to_param(np.asarray(ds[...], dtype=np.float32))
-            param.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        try:
+            for name, shape, param, to_param, _ in _mapping(model):
+                if name not in f:
+                    raise WeightsError(f"{path}: missing dataset '{name}' (expected shape {shape} from options.json)")
+                ds = f[name]
+                if not isinstance(ds, h5py.Dataset):
+                    raise WeightsError(f"{path}: '{name}' is an HDF5 {type(ds).__name__}, expected a dataset {shape}")
+                if tuple(ds.shape) != shape:
+                    raise WeightsError(
+                        f"{path}: dataset '{name}' has shape {tuple(ds.shape)}, options.json expects {shape}"
+                    )
+                raw = np.asarray(ds[...], dtype=np.float32)
+                if not np.isfinite(raw).all():
+                    bad = int(raw.size - np.isfinite(raw).sum())
+                    raise WeightsError(f"{path}: dataset '{name}' holds {bad} NaN or infinite value(s)")
+                param.copy_(torch.from_numpy(np.ascontiguousarray(to_param(raw))))
+            name = "(extra layers)"
+            extra = [n for n in (_lstm_name(0, opts.n_layers, "W_0"), f"CNN_high_{opts.n_highway}/W_carry") if n in f]
+        except (OSError, KeyError, RuntimeError, TypeError, ValueError) as e:
+            if isinstance(e, WeightsError):
+                raise
+            raise WeightsError(f"{path}: cannot read '{name}': the HDF5 file is damaged ({e})") from None
+    if extra:
+        raise WeightsError(
+            f"{path}: has '{extra[0]}', a layer beyond the {opts.n_layers} LSTM layer(s) and {opts.n_highway} "
+            "highway layer(s) of options.json: the options do not describe these weights"
+        )
 
 
 def save_weights(model: BiLM, path: str | Path, dtype: str = "float32") -> None:

@@ -52,11 +52,24 @@ def _safe_scale(var: np.ndarray, mean: np.ndarray) -> np.ndarray:
     return scale
 
 
+MAX_ABS = 1e15  # larger features overflow the float32 products and covariances of the fit
+
+
 def _check_finite_chunk(chunk: torch.Tensor | np.ndarray, start: int, what: str) -> None:
-    finite = torch.isfinite(chunk) if isinstance(chunk, torch.Tensor) else np.isfinite(chunk)
+    """Refuse NaN, infinity and magnitudes above :data:`MAX_ABS`, naming the first offending cell."""
+    a = chunk.numpy() if isinstance(chunk, torch.Tensor) else np.asarray(chunk)
+    finite = np.isfinite(a)
     if not bool(finite.all()):
-        bad = np.argwhere(~np.asarray(finite))[0]
+        bad = np.argwhere(~finite)[0]
         raise InputError(f"{what} contains NaN or infinity (row {start + int(bad[0])}, column {int(bad[1])})")
+    big = np.abs(a) > MAX_ABS
+    if bool(big.any()):
+        bad = np.argwhere(big)[0]
+        value = float(a[tuple(bad)])
+        raise InputError(
+            f"{what} has a value of {value:.3g} (row {start + int(bad[0])}, column {int(bad[1])}), beyond "
+            f"{MAX_ABS:g} in magnitude, which overflows float32 arithmetic: rescale or standardise the features"
+        )
 
 
 def _load_f32(X: np.ndarray, out: torch.Tensor, chunk_rows: int, what: str) -> _Moments:

@@ -22,6 +22,9 @@ def _check_alpha(alpha: float) -> None:
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
+MAX_BOOT = 1_000_000  # 1,000-10,000 replicates give stable 95 % intervals; more only costs time and memory
+
+
 def bootstrap_ci(
     correct,
     groups=None,
@@ -41,8 +44,8 @@ def bootstrap_ci(
     groups, 0/1 scores use the exact shortcut: the resampled count is Binomial(n, mean).
     """
     _check_alpha(alpha)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise InputError(f"bootstrap_ci: n_boot must be a positive integer, got {n_boot!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not 1 <= n_boot <= MAX_BOOT:
+        raise InputError(f"bootstrap_ci: n_boot must be an integer from 1 to {MAX_BOOT:,}, got {n_boot!r}")
     x = np.asarray(correct, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise InputError(f"bootstrap_ci: correct must be a non-empty 1-D array, got shape {x.shape}")

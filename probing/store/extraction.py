@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import sys
-import tempfile
 import time
 import warnings
 from collections import deque
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import probing
-from probing._io import atomic_open, atomic_path, sha256_file
+from probing._io import atomic_open, atomic_path, held_temp, open_nofollow, remove_stale_temps, sha256_file
 from probing.errors import InputError
 from probing.protocols import CorpusLike, EncoderLike
 from probing.store.format import (
@@ -35,6 +36,7 @@ from probing.store.format import (
     OFFSETS,
     PARTS,
     TOKENS,
+    StoreCorruptError,
     StoreError,
     check_free_space,
     create_layer_file,
@@ -71,8 +73,10 @@ def extract(
     The store lives at ``store_root(cache_dir) / key`` with key = sha256(encoder fingerprint, corpus
     fingerprint, format version, dtype[, shard]). If it is already complete this is a cache hit: only
     ``encoder.name``, ``.fingerprint``, ``.layer_names`` and ``.dim`` are read (a lazy encoder never
-    loads its model) and file sizes are checked; ``verify=True`` also re-hashes every chunk and
-    recomputes any that are corrupt. An unfinished store resumes from its last committed chunk (a resume
+    loads its model) and :meth:`Store.check_sample` runs (sizes, the token table and offsets hashed whole,
+    a random sample of layer chunks re-hashed: ~32 MiB); ``verify=True`` re-hashes every chunk instead.
+    Whatever fails its sha256 is recomputed (the message names it), or, in a read-only cache, reported
+    as a StoreCorruptError that says how to rebuild. An unfinished store resumes from its last committed chunk (a resume
     keeps the chunk plan it started with, whatever ``chunk_tokens`` says now). A ``probing.corpora.Corpus``
     is parsed once per call: the pass that computes its fingerprint also counts its words and copies its
     sentences to a temporary file, which is replayed to the encoder.
@@ -89,6 +93,8 @@ def extract(
     (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
     Concurrent calls for the same key are serialised by a file lock; the later one gets the cache hit.
     The returned store's ``cache_hit`` says whether it was complete before the call.
+    Files are created without following links (a planted symlink is removed, never written through);
+    temp files and corpus copies left by a killed run are removed by the next one.
     """
     if not isinstance(chunk_tokens, int) or chunk_tokens < 1:
         raise InputError(f"chunk_tokens must be a positive int, got {chunk_tokens!r}")
@@ -105,6 +111,8 @@ def extract(
                 raise StoreError(f"{what} must be a non-empty str (a content hash), got {fp!r}")
         key = store_key(encoder.fingerprint, corpus_fp, shard)
         path = root / key
+        if path.is_symlink():
+            raise StoreError(f"{path} is a symbolic link, not a store folder: remove it (stores are never followed)")
         hit = None if verify else _complete(path, encoder, key, progress)
         if hit is not None:  # no lock needed: a complete store is only rewritten after its manifest is removed
             return _reported(hit, True)
@@ -113,6 +121,8 @@ def extract(
             hit = None if verify else _complete(path, encoder, key, progress)
             if hit is not None:
                 return _reported(hit, True)
+            for folder in (path, path / PARTS):
+                remove_stale_temps(folder)
             repair = None
             if (path / MANIFEST).is_file():
                 store = Store.open(path)
@@ -143,26 +153,50 @@ def _read_once(corpus: CorpusLike, root: Path) -> Iterator[tuple[str, np.ndarray
     """
     fused = getattr(corpus, "fingerprint_and_lengths", None)
     replay = getattr(corpus, "from_records", None)
+    if fused is not None and replay is not None:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(root, _CORPUS_COPY)
+            fd, copy = held_temp(root, ".corpus-", ".jsonl")
+        except OSError as e:  # a read-only cache can still serve complete stores: no copy, parse again
+            if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            fused = None
     if fused is None or replay is None:
         yield corpus.fingerprint(), None, corpus
         return
-    root.mkdir(parents=True, exist_ok=True)
-    fd, copy = tempfile.mkstemp(dir=root, prefix=".corpus-", suffix=".jsonl")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(fd, "wb", closefd=False) as f:
             fp, lengths = fused(copy_to=f)
         yield fp, lengths, replay(copy, name=corpus.name, split=corpus.split)
     finally:
-        os.unlink(copy)
+        copy.unlink(missing_ok=True)
+        os.close(fd)
+
+
+_CORPUS_COPY = re.compile(r"\.corpus-(\d+)-\w+\.jsonl")  # held_temp's names for _read_once's copies
 
 
 def _complete(path: Path, encoder: EncoderLike, key: str, progress: bool) -> Store | None:
-    """The store at ``path`` if it is complete and its files have their full sizes (a cache hit)."""
+    """The store at ``path`` if it is complete and passes :meth:`Store.check_sample` (a cache hit).
+
+    None if it is unfinished or fails the check (then the caller re-hashes everything and recomputes
+    what is corrupt); StoreCorruptError if it fails and cannot be rewritten (a read-only cache).
+    """
     if not (path / MANIFEST).is_file():
         return None
     store = Store.open(path)
     _check_compatible(store, encoder, key)
-    if not store.sizes_ok():
+    problems = store.check_sample()
+    if problems:
+        if not os.access(path, os.W_OK):
+            raise StoreCorruptError(
+                f"{path}: {'; '.join(problems)}. The cache is read-only, so the store cannot be repaired here: "
+                f"delete {path}, or point PROBING_CACHE / --cache at a writable folder, and run again"
+            )
+        print(
+            f"{path}: {'; '.join(problems)}; re-hashing every chunk and recomputing the corrupt ones", file=sys.stderr
+        )
         return None
     if progress:
         print(f"store hit: {len(store)} tokens, layers {store.layer_names} -> {path}", file=sys.stderr)
@@ -422,7 +456,7 @@ class _Extraction:
         for name in self.files:
             p = self.path / name
             try:
-                offset = layer_data_offset(p, self.n_tokens, self.dim) if p.is_file() else None
+                offset = layer_data_offset(p, self.n_tokens, self.dim) if p.is_file() and not p.is_symlink() else None
             except StoreError:
                 offset = None
             if offset is None:
@@ -436,7 +470,7 @@ class _Extraction:
         """Forget committed chunks or token parts whose bytes no longer match their sha256."""
         row_bytes = self.dim * DTYPE.itemsize
         chunks, done = self.journal["chunks"], self.journal["done"]
-        fds = [os.open(self.path / f, os.O_RDONLY) for f in self.files]
+        fds = [open_nofollow(self.path / f, os.O_RDONLY) for f in self.files]
         try:
             for c in list(done):
                 r0, r1 = chunks[int(c)][2:]
@@ -491,7 +525,7 @@ class _Extraction:
             disable=not self.progress,
         )
         stream = self._stream()
-        fds = [os.open(self.path / f, os.O_RDWR) for f in self.files]
+        fds = [open_nofollow(self.path / f, os.O_RDWR) for f in self.files]
         try:
             with (
                 ThreadPoolExecutor(1, thread_name_prefix="store-filler") as filler,

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from probing import paths
-from probing._io import human_size
+from probing._io import human_size, open_nofollow
 from probing.errors import InputError, ProbingError
 
 FORMAT_VERSION = 1
@@ -70,7 +70,7 @@ class StoreError(ProbingError, ValueError):
 
 
 class StoreCorruptError(StoreError):
-    """Bytes on disk do not match the sha256 recorded for them."""
+    """Bytes on disk do not match the sha256 recorded for them (the message names the files and the fix)."""
 
 
 def store_key(encoder_fingerprint: str, corpus_fingerprint: str, shard: tuple[int, int] | None = None) -> str:
@@ -103,9 +103,11 @@ def create_layer_file(path: Path, n_rows: int, dim: int) -> None:
 
     Not ``posix_fallocate``: on ext4 a preallocated (unwritten) extent makes each later pwrite+fsync of a
     chunk about 10x slower. Call :func:`check_free_space` first, so that a full disk fails now rather
-    than hours into an extraction.
+    than hours into an extraction. Whatever is at ``path`` (an old file, a planted link) is removed first and
+    the file is created with ``O_EXCL | O_NOFOLLOW``, so no link is ever written through.
     """
-    with open(path, "wb") as f:
+    path.unlink(missing_ok=True)
+    with os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as f:
         np.lib.format.write_array_header_1_0(f, _header(n_rows, dim))
         f.truncate(f.tell() + int(n_rows) * int(dim) * DTYPE.itemsize)
 
@@ -179,7 +181,7 @@ def store_root(cache_dir: str | os.PathLike | None) -> Path:
 @contextlib.contextmanager
 def store_lock(path: Path, progress: bool) -> Iterator[None]:
     """Hold an exclusive ``fcntl.flock`` on ``path/.lock`` (waits for another writer to finish)."""
-    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_nofollow(path / LOCK, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

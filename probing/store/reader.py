@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 _Match = str | bool | Collection[str] | None
 
+SAMPLE_BYTES = 32 << 20
+"""Layer bytes re-hashed by the sampled check of a cache hit (benchmarks/bench_integrity.py measures it)."""
+
 
 class Store:
     """A complete store on disk. Opening reads only the manifest; layers are memory-mapped on first use."""
@@ -220,37 +223,46 @@ class Store:
             mask &= t["oov"].to_numpy(dtype=bool) == bool(oov)
         return np.flatnonzero(mask).astype(np.int64)
 
-    def bad_chunks(self) -> list[tuple[int, str]]:
-        """(chunk index, file) for every chunk whose bytes do not match the manifest's sha256."""
+    def _chunk_bad(self, fd: int, offset: int, layer_file: str, chunk: dict) -> bool:
+        row_bytes = self.dim * DTYPE.itemsize
+        r0, r1 = chunk["rows"]
+        return hash_region(fd, offset + r0 * row_bytes, (r1 - r0) * row_bytes) != chunk["sha256"].get(layer_file)
+
+    def _check_layers(self, pairs: Collection[tuple[int, int]] | None) -> list[tuple[int, str]]:
+        """(chunk index, file) of the chunks that fail their sha256: all of them (``pairs=None``) or only the
+        given ``(layer, chunk)`` pairs. A missing file or a bad header fails every chunk checked in it."""
         bad = []
         n, dim = len(self), self.dim
-        row_bytes = dim * DTYPE.itemsize
+        chunks = self.manifest["chunks"]
         for i, layer in enumerate(self.manifest["layers"]):
+            wanted = [chunks[c] for li, c in sorted(pairs) if li == i] if pairs is not None else chunks
+            if pairs is not None and not wanted:
+                continue
             path = self._layer_path(i)
-            if not path.is_file():
-                bad += [(c["index"], layer["file"]) for c in self.manifest["chunks"]]
-                continue
             try:
-                offset = layer_data_offset(path, n, dim)
+                offset = layer_data_offset(path, n, dim) if path.is_file() and not path.is_symlink() else None
             except StoreError:
-                bad += [(c["index"], layer["file"]) for c in self.manifest["chunks"]]
+                offset = None
+            if offset is None:
+                bad += [(c["index"], layer["file"]) for c in wanted]
                 continue
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             try:
-                for c in self.manifest["chunks"]:
-                    r0, r1 = c["rows"]
-                    if hash_region(fd, offset + r0 * row_bytes, (r1 - r0) * row_bytes) != c["sha256"][layer["file"]]:
-                        bad.append((c["index"], layer["file"]))
+                bad += [(c["index"], layer["file"]) for c in wanted if self._chunk_bad(fd, offset, layer["file"], c)]
             finally:
                 os.close(fd)
         return bad
+
+    def bad_chunks(self) -> list[tuple[int, str]]:
+        """(chunk index, file) for every chunk whose bytes do not match the manifest's sha256."""
+        return self._check_layers(None)
 
     def bad_files(self) -> list[str]:
         """Token table or offsets files that are missing or do not match their recorded sha256."""
         bad = []
         for entry in (self.manifest["tokens"], self.manifest["offsets"]):
             p = self.path / entry["file"]
-            if not p.is_file() or sha256_file(p) != entry["sha256"]:
+            if not p.is_file() or p.is_symlink() or sha256_file(p) != entry["sha256"]:
                 bad.append(entry["file"])
         return bad
 
@@ -263,6 +275,37 @@ class Store:
                 return False
         return all((self.path / e["file"]).is_file() for e in (self.manifest["tokens"], self.manifest["offsets"]))
 
+    def check_sample(self, budget_bytes: int = SAMPLE_BYTES, seed: int | None = None) -> list[str]:
+        """Fast integrity check of a cache hit; returns what is wrong (empty if nothing was found).
+
+        Sizes are checked, the token table and offsets are hashed whole (they are small next to the
+        layers: a random-bytes ``tokens.parquet`` of the right size fails here), and randomly drawn
+        (layer, chunk) pairs are re-hashed until about ``budget_bytes`` are read (at least one pair), a
+        different draw on each call unless ``seed`` is given. It catches a damaged layer only with the
+        probability of drawing it; :meth:`verify` hashes everything.
+        """
+        if not self.sizes_ok():
+            return ["a file is missing or has the wrong size"]
+        problems = [f"{f} (sha256 mismatch)" for f in self.bad_files()]
+        chunks = self.manifest["chunks"]
+        pairs = [(i, c) for i in range(len(self.manifest["layers"])) for c in range(len(chunks))]
+        order = np.random.default_rng(seed).permutation(len(pairs))
+        row_bytes = self.dim * DTYPE.itemsize
+        chosen: list[tuple[int, int]] = []
+        spent = 0
+        for k in order:
+            i, c = pairs[k]
+            r0, r1 = chunks[c]["rows"]
+            size = (r1 - r0) * row_bytes
+            if chosen and spent + size > budget_bytes:
+                continue
+            chosen.append((i, c))
+            spent += size
+        problems += [
+            f"{f} rows {chunks[c]['rows']} (chunk {c}, sha256 mismatch)" for c, f in self._check_layers(chosen)
+        ]
+        return problems
+
     def verify(self) -> None:
         """Hash every chunk of every layer and the token files; StoreCorruptError listing what is wrong."""
         problems = [f"{f} rows {self.manifest['chunks'][c]['rows']} (chunk {c})" for c, f in self.bad_chunks()]
@@ -271,7 +314,8 @@ class Store:
             raise StoreCorruptError(
                 f"{self.path}: {len(problems)} corrupt part(s): "
                 + "; ".join(problems)
-                + ". Run extract(..., verify=True) with the same encoder and corpus to recompute them."
+                + ". Recompute them with extract(..., verify=True) (probing extract ... --verify) with the same "
+                "encoder and corpus, or delete the folder to rebuild it from scratch."
             )
 
 
