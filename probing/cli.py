@@ -290,6 +290,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             threads=args.threads,
             batch_tokens=args.batch_tokens,
             checkpoint_minutes=args.checkpoint_minutes,
+            precision=args.precision,
         )
         trainer = Pretrainer(config, args.out, resume=args.resume)
         if args.resume:
@@ -491,6 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-minutes", type=float, default=10.0, help="minutes between checkpoints (default 10)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation and data order (default 0)")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16", "auto"],
+        help="training arithmetic: bf16 autocast, or auto = bf16 where the CPU has it natively (default fp32)",
+    )
     return parser
 
 
