@@ -234,7 +234,10 @@ def new_sources(tok_text: str | None = None) -> dict[str, list[str]]:
             t for fid in corpus.fileids() for line in corpus.raw(fid).splitlines() if (t := tok.tokens(line))
         ]
     out["nltk:pros_cons"] = [
-        t for fid in pros_cons.fileids() for s in _xml_tag_texts(pros_cons.raw(fid), ("Pros", "Cons")) if (t := tok.tokens(s))
+        t
+        for fid in pros_cons.fileids()
+        for s in _xml_tag_texts(pros_cons.raw(fid), ("Pros", "Cons"))
+        if (t := tok.tokens(s))
     ]
     for name, corpus in (("product_reviews_1", product_reviews_1), ("product_reviews_2", product_reviews_2)):
         out[f"nltk:{name}"] = [  # review lines are "feature[+n],...##sentence"; titles and headers are skipped
@@ -355,7 +358,13 @@ def main() -> None:
         "sources": sources,
         "total": {
             k: sum(s[k] for s in sources.values())
-            for k in ("sentences", "tokens", "removed_evaluation_overlap", "removed_held_out_overlap", "removed_duplicates")
+            for k in (
+                "sentences",
+                "tokens",
+                "removed_evaluation_overlap",
+                "removed_held_out_overlap",
+                "removed_duplicates",
+            )
         },
         "held-out": {
             "sentences": len(valid),
@@ -384,7 +393,9 @@ def markdown_table(report: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, s in report["sources"].items():
-        removed = f"{s['removed_evaluation_overlap']:,} / {s['removed_held_out_overlap']:,} / {s['removed_duplicates']:,}"
+        removed = (
+            f"{s['removed_evaluation_overlap']:,} / {s['removed_held_out_overlap']:,} / {s['removed_duplicates']:,}"
+        )
         rows.append(
             f"| `{name}` | {s['sentences']:,} | {s['tokens']:,} | {removed} | {s['case'].split(' ')[0]} | {s['licence']} |"
         )
