@@ -104,7 +104,7 @@ def main() -> None:
         config = PretrainConfig(**{**json.loads(args.ppl_check.read_text()), "precision": args.precision})
         trainer = Pretrainer(config, args.out, resume=(args.out / "checkpoint.pt").exists())
         trainer.run(until_tokens=config.eval_every_tokens)
-        row = trainer.log[0]
+        row = next(r for r in trainer.log if r["tokens_seen"] >= config.eval_every_tokens)  # not an interruption's row
         print("| precision | tokens seen | train hours | held-out ppl fw | held-out ppl bw |\n|---|---|---|---|---|")
         print(
             f"| {trainer.precision} | {row['tokens_seen']:,} | {row['train_seconds'] / 3600:.3f} | "

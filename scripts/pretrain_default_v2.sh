@@ -5,7 +5,7 @@
 #   RUN=/elsewhere scripts/pretrain_default_v2.sh
 #
 # Does nothing if the run is already going (its pid in $RUN/pid is alive) or has spent its token budget
-# ($RUN/export/training.json then holds the final model). The run survives this shell (setsid nohup), on one
+# ($RUN/export/training.json then holds the final model; an interrupted run exports too, with fewer tokens). The run survives this shell (setsid nohup), on one
 # thread at nice 10, checkpoints every 8 minutes, and resumes exactly from $RUN/checkpoint.pt when the session
 # that ran it ended. Progress: $RUN/stdout.log (tqdm) and $RUN/log.csv (held-out perplexity every 0.5M tokens).
 set -euo pipefail
@@ -23,8 +23,9 @@ if [[ -f $RUN/pid ]] && kill -0 "$(cat "$RUN/pid")" 2>/dev/null \
     echo "already running: pid $(cat "$RUN/pid"); tail $RUN/stdout.log"
     exit 0
 fi
-if [[ -f $RUN/export/training.json ]] && [[ ! $RUN/checkpoint.pt -nt $RUN/export/training.json ]]; then
-    echo "finished: $RUN/export holds the model (training.json); nothing to do"
+if [[ -f $RUN/export/training.json ]] && "$PY" -c 'import json, sys
+sys.exit(json.load(open(sys.argv[1]))["tokens_seen"] < int(sys.argv[2]))' "$RUN/export/training.json" "$MAX_TOKENS"; then
+    echo "finished: $RUN/export holds the model after $MAX_TOKENS tokens (training.json); nothing to do"
     exit 0
 fi
 if [[ ! -s $RUN/corpus/train.txt || ! -s $RUN/corpus/valid.txt ]]; then
