@@ -336,6 +336,7 @@ def _pretrain(args: argparse.Namespace) -> int:
             threads=args.threads,
             batch_tokens=args.batch_tokens,
             checkpoint_minutes=args.checkpoint_minutes,
+            precision=args.precision,
         )
         trainer = Pretrainer(config, args.out, resume=args.resume)
         if args.resume:
@@ -553,6 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--threads", type=_integer(1, 4096), default=2, help="torch threads (default 2)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation and data order (default 0)")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16", "auto"],
+        help="training arithmetic: bf16 autocast, or auto = bf16 where the CPU has it natively (default fp32)",
+    )
     return parser
 
 

@@ -58,9 +58,19 @@ def main() -> None:
     )
     held = sources.pop("held-out")
     excluded = sources.pop("brown_documents_excluded_as_semcor", 0)
-    corpus_rows = "\n".join(
-        f"| `{k}` | {v['sentences']:,} | {v['tokens']:,} | {licence(k)} |" for k, v in sources.items()
-    )
+    if "sources" in sources:  # written by make_pretrain_corpus.py since issue 20: the table is in sources.md
+        corpus_table = (args.corpus / "sources.md").read_text(encoding="utf-8").strip()
+        dedup = (
+            f"Every training sentence whose normalised key ({sources['sentence_key']}) equals that of an evaluation "
+            f"sentence ({', '.join(sources['evaluation_sets'])}) or a held-out one, or of an earlier training "
+            "sentence, was removed; the table counts what each rule removed. Lower-cased sources were truecased: "
+            f"{sources['truecasing']['rule']} (token accuracy {sources['truecasing']['token_accuracy_on_held_out']:.1%} "
+            "on the held-out text lower-cased and restored)."
+        )
+    else:
+        rows = "\n".join(f"| `{k}` | {v['sentences']:,} | {v['tokens']:,} | {licence(k)} |" for k, v in sources.items())
+        corpus_table = f"| source | sentences | tokens | licence |\n|---|---|---|---|\n{rows}"
+        dedup = ""
     c = info["config"]
     card = f"""# The bundled default model: a small ELMo pretrained by `probing`
 
@@ -83,9 +93,9 @@ toolkit, and the official weights (`probing download original`) for conclusions 
 Built by `scripts/make_pretrain_corpus.py` from `shared/data` (one tokenized sentence per line). The Brown
 documents that SemCor annotates ({excluded}) are left out, so the demo's SemCor test text was never seen.
 
-| source | sentences | tokens | licence |
-|---|---|---|---|
-{corpus_rows}
+{corpus_table}
+
+{dedup}
 
 Held-out perplexity is measured on {held["sentences"]:,} sentences ({held["tokens"]:,} tokens) drawn from the
 same sources and removed from training.
@@ -95,7 +105,8 @@ same sources and removed from training.
   {info["train_seconds"] / 3600:.2f} h of training on: {args.hardware}; torch {info["torch"]};
 - Adam, lr {c["lr"]} with {c["warmup_tokens"]:,}-token warm-up and cosine decay to {c["min_lr_fraction"]} of it,
   batches of {c["batch_tokens"]} tokens (sentences up to {c["max_len"]} tokens), dropout {c["dropout"]},
-  gradient clipping at {c["clip_norm"]}, seed {c["seed"]};
+  gradient clipping at {c["clip_norm"]}, seed {c["seed"]}; arithmetic {info.get("precision", "fp32")} (bf16: autocast
+  matmuls with float32 weights, optimizer and export);
 - final held-out perplexity: forward {last["valid_ppl_forward"]:.1f}, backward {last["valid_ppl_backward"]:.1f}
   (for scale: the official ELMo reaches about 40 on the One Billion Word benchmark with 93M parameters and
   ~10 epochs of 800M tokens).

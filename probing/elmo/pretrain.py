@@ -6,6 +6,11 @@ stateless (each sentence starts from zero state), matching the default inference
 
 Everything needed to continue lives in ``OUT/checkpoint.pt`` (tensors and plain values only, loaded with
 ``weights_only=True``): weights, optimizer, data position, RNG state, vocabulary and configuration.
+
+``precision="bf16"`` runs the forward pass under bfloat16 autocast (matmuls and convolutions in bfloat16 with
+float32 accumulation; the LSTM cell state, the log-softmax and the loss in float32); weights, gradients and
+Adam's state stay float32, and so does the export. ``"auto"`` takes bf16 where ``native_bf16()`` finds
+native support; the resolved precision is stored in the checkpoint and training.json.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from probing.errors import InputError
+
 from .._io import atomic_open, atomic_path
 from ..errors import ProbingError
 from .chars import BOS_TOKEN, EOS_TOKEN, token_char_ids
 from .elmo import Elmo
-from .model import BiLM
+from .model import BiLM, cpu_flags
 from .options import ElmoOptions
 from .weights import init_random
 
@@ -62,6 +69,41 @@ class PretrainConfig:
     checkpoint_minutes: float = 10.0
     eval_every_tokens: int = 500_000
     eval_sentences: int = 2000
+    precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise InputError(f"PretrainConfig.precision: expected one of {PRECISIONS}, got {self.precision!r}")
+
+
+PRECISIONS = ("fp32", "bf16", "auto")
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matmuls natively, probed rather than assumed from the model name.
+
+    True when torch's kernels run at AVX512 level or above, the kernel's CPU flags list AVX512_BF16 or AMX-BF16,
+    oneDNN reports bfloat16 support, and an autocast matmul of small integers (exact in float32, with partial
+    sums past bfloat16's 8 significant bits) equals the exact product rounded once to bfloat16: float32
+    accumulation, as a native bfloat16 GEMM does.
+    """
+    if not torch.backends.cpu.get_cpu_capability().startswith(("AVX512", "AMX")):
+        return False
+    if not cpu_flags() & {"avx512_bf16", "amx_bf16"} or not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return False
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randint(-8, 9, (64, 256), generator=gen).float()
+    b = torch.randint(-8, 9, (256, 96), generator=gen).float()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = a @ b
+    return got.dtype == torch.bfloat16 and bool(torch.equal(got, (a @ b).bfloat16()))
+
+
+def resolve_precision(precision: str) -> str:
+    """``fp32`` or ``bf16``: ``auto`` is bf16 exactly where ``native_bf16()``."""
+    if precision == "auto":
+        return "bf16" if native_bf16() else "fp32"
+    return precision
 
 
 class Corpus:
@@ -138,6 +180,10 @@ class BiLMTrainer(nn.Module):
         # a vocabulary smaller than the configured cutoffs gets one tail cluster at its midpoint
         cut = [c for c in cutoffs if c < vocab_size - 1] or [max(1, vocab_size // 2)]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(opts.projection_dim, vocab_size, cut, div_value=4.0)
+        # under bf16 autocast the softmax's linear maps run in bfloat16; their outputs go back to float32 so
+        # that log_softmax and the summed NLL are float32 (autocast on CPU would keep them in bfloat16)
+        for module in (self.softmax.head, *self.softmax.tail):
+            module.register_forward_hook(lambda _m, _i, out: out.float())
         self.dropout = dropout
 
     def forward(self, char_ids: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -153,8 +199,8 @@ class BiLMTrainer(nn.Module):
         f_tgt = targets[:, 1:][valid_next]
         b_in = top_b[:, 1:][valid_next]
         b_tgt = targets[:, :-1][valid_next]
-        f_nll = -self.softmax(f_in, f_tgt).output.sum()
-        b_nll = -self.softmax(b_in, b_tgt).output.sum()
+        f_nll = -self.softmax(f_in.float(), f_tgt).output.sum()
+        b_nll = -self.softmax(b_in.float(), b_tgt).output.sum()
         n = f_tgt.numel()
         return (f_nll + b_nll) / (2 * n), f_nll.detach(), b_nll.detach()
 
@@ -201,6 +247,7 @@ class Pretrainer:
         elif resume:
             raise FileNotFoundError(f"--resume: no checkpoint at {self.ckpt_path}")
         self.config = config
+        self.precision = resolve_precision(config.precision) if state is None else str(state.get("precision", "fp32"))
         torch.set_num_threads(config.threads)
         self.opts = ElmoOptions.from_json(config.options) if state is None else ElmoOptions.from_dict(state["options"])
         self.vocab = build_vocab(config.train, config.vocab_size, config.min_count) if state is None else state["vocab"]
@@ -277,7 +324,8 @@ class Pretrainer:
 
     @torch.no_grad()
     def evaluate(self) -> tuple[float, float]:
-        """Held-out perplexity of the forward and backward LMs (``<S>``/``</S>`` predictions included)."""
+        """Held-out perplexity of the forward and backward LMs (``<S>``/``</S>`` predictions included), in
+        float32 whatever the training precision: the exported weights are float32 and used so."""
         assert self.valid is not None
         self.model.eval()
         f_total = b_total = 0.0
@@ -307,6 +355,7 @@ class Pretrainer:
             "train_seconds": self.train_seconds,
             "log": self.log,
             "torch_rng": torch.get_rng_state(),
+            "precision": self.precision,
         }
         with atomic_path(self.ckpt_path) as tmp:
             torch.save(state, tmp)
@@ -320,20 +369,24 @@ class Pretrainer:
             writer.writeheader()
             writer.writerows(self.log)
 
-    def _budget_left(self, started: float) -> bool:
+    def _budget_left(self, started: float, until_tokens: int | None = None) -> bool:
         c = self.config
+        if until_tokens is not None and self.tokens_seen >= until_tokens:
+            return False
         if c.max_tokens is not None and self.tokens_seen >= c.max_tokens:
             return False
         if c.hours is not None and time.monotonic() - started >= c.hours * 3600:
             return False
         return not self._stop
 
-    def run(self, max_steps: int | None = None) -> dict:
+    def run(self, max_steps: int | None = None, until_tokens: int | None = None) -> dict:
         """Train until the token or time budget is spent (or Ctrl-C/SIGTERM, or ``max_steps`` steps in
-        this call); checkpoint on the way out."""
+        this call, or ``until_tokens`` tokens seen: a stop that leaves the LR schedule of ``max_tokens``
+        alone); checkpoint on the way out."""
         c = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         self.model.train()
+        self._stop = False
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         started = time.monotonic()
         last_ckpt = started
@@ -350,15 +403,16 @@ class Pretrainer:
         loss_ema = None
         steps = 0
         try:
-            while self._budget_left(started):
+            while self._budget_left(started, until_tokens):
                 epoch_batches = batches(self.train_lengths, c.batch_tokens, c.seed, self.epoch)
-                while self.batch_in_epoch < len(epoch_batches) and self._budget_left(started):
+                while self.batch_in_epoch < len(epoch_batches) and self._budget_left(started, until_tokens):
                     t0 = time.monotonic()
                     ids = epoch_batches[self.batch_in_epoch]
                     chars, targets = self.make_batch(ids, self.train)
                     for group in self.optim.param_groups:
                         group["lr"] = self.lr_at(self.tokens_seen)
-                    loss, _, _ = self.model(chars, targets)
+                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+                        loss, _, _ = self.model(chars, targets)
                     self.optim.zero_grad(set_to_none=True)
                     loss.backward()
                     nn.utils.clip_grad_norm_(self.model.parameters(), c.clip_norm)
@@ -446,6 +500,7 @@ class Pretrainer:
             "torch": torch.__version__,
             "machine": platform.processor() or platform.machine(),
             "threads": self.config.threads,
+            "precision": self.precision,
             "fingerprint": model.fingerprint,
         }
         with atomic_open(directory / "training.json") as f:
