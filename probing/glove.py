@@ -26,7 +26,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -275,7 +275,7 @@ def _read_meta(target: Path) -> dict | None:
 def _open_text(path: Path) -> IO[bytes]:
     with open(path, "rb") as f:
         magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    return cast(IO[bytes], gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def _lines(path: Path, f: IO[bytes]) -> Iterator[tuple[int, str]]:
@@ -428,7 +428,7 @@ def _convert(path: Path, target: Path, sha: str, *, words_with_spaces: bool, pro
         "dtype": "float32",
     }
     with atomic_open(target / "meta.json", "w") as f:
-        json.dump(meta, f, indent=1)
+        json.dump(meta, cast(IO[str], f), indent=1)
     if n_duplicates:
         shown = ", ".join(f"{w!r} (line {ln})" for ln, w in duplicates[:3])
         warnings.warn(

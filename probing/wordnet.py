@@ -23,7 +23,7 @@ import textwrap
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from probing.errors import InputError, ProbingError
 from probing.paths import resources_dir
@@ -253,7 +253,7 @@ class NltkInventory(SenseInventory):
         return self._fingerprint
 
 
-def _read_index_sense(raw: io.BufferedIOBase, where: str) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
+def _read_index_sense(raw: IO[bytes], where: str) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
     """Parse WordNet's ``index.sense`` (``key offset sense_number tag_cnt`` per line)."""
     numbered: dict[tuple[str, str], list[tuple[int, str]]] = {}
     sense_number: dict[str, int] = {}

@@ -13,7 +13,7 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from probing.corpora.base import CorpusFormatError
 
@@ -57,7 +57,7 @@ def numbered_lines(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator
 def open_binary(path: Path) -> IO[bytes]:
     """Open ``path`` for reading as bytes; ``*.gz`` is decompressed on the fly."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return open(path, "rb")
 
 

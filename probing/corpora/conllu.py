@@ -16,6 +16,7 @@ import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO, cast
 
 import conllu as _conllu
 from conllu.exceptions import ParseException
@@ -45,7 +46,7 @@ class _TrackedLines(io.TextIOBase):
     def readable(self) -> bool:
         return True
 
-    def readline(self, size: int = -1) -> str:
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]  # a text stream: str lines
         self.lineno, line = next(self._lines, (self.lineno, ""))
         if not line:
             return line
@@ -92,7 +93,7 @@ def _sentences(path: Path) -> Iterator[Sentence]:
     seen: set[str] = set()
     doc_id: str | None = None
     lines = _TrackedLines(path)
-    parsed = _conllu.parse_incr(lines, fields=_FIELDS, field_parsers=_RAW)
+    parsed = _conllu.parse_incr(cast(TextIO, lines), fields=_FIELDS, field_parsers=_RAW)
     n = 0
     while True:
         try:

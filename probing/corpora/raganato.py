@@ -75,7 +75,11 @@ def _sentence(el: ET.Element, doc_id: str, path: Path, keys: _GoldKeys) -> Sente
     if not sent_id:
         raise CorpusFormatError(f"{path}: a <sentence> in text {doc_id!r} has no id attribute")
     where = f"{path} (sentence {sent_id!r})"
-    words, lemmas, upos, senses, instance_ids = [], [], [], [], []
+    words: list[str] = []
+    lemmas: list[str] = []
+    upos: list[str] = []
+    senses: list[tuple[str, ...]] = []
+    instance_ids: list[str | None] = []
     for tok in el:
         if tok.tag not in ("wf", "instance"):
             raise CorpusFormatError(f"{where}: unexpected element <{tok.tag}>; expected <wf> or <instance>")

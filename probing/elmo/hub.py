@@ -166,6 +166,7 @@ def resolve(
             )
         return options, weights
     hint = f"probing download {name}"
+    assert entry.options_url is not None and entry.weights_url is not None  # checked when the entry is made
     options = fetch(entry.options_url, sha256=entry.options_sha256, offline=offline, progress=False, hint=hint)
     if entry.architecture is not None:
         _check_architecture(entry, options)
@@ -190,6 +191,7 @@ def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:
             dim, n_params = (arch.output_dim, count_parameters(arch)) if arch else (None, None)
             sources = (str(options), str(weights))
         else:
+            assert entry.options_url is not None and entry.weights_url is not None  # checked when the entry is made
             available = cache_path(entry.options_url).is_file() and cache_path(entry.weights_url).is_file()
             dim, n_params = entry.dim, entry.n_params
             sources = (entry.options_url, entry.weights_url)

@@ -19,6 +19,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -106,6 +107,7 @@ class CharCNN(nn.Module):
         weight = torch.zeros(wmax * embed_dim, int(widths.numel()))
         col = 0
         for (w, n), conv in zip(self.opts.filters, self.convs):
+            assert isinstance(conv, nn.Conv1d)
             weight[: w * embed_dim, col : col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
             col += n
         table = self.char_embed.weight
@@ -127,7 +129,7 @@ class CharCNN(nn.Module):
         pad_resp = torch.mm(table[PAD_ID].repeat(wmax).unsqueeze(0), weight).squeeze(0)
         fits = length.unsqueeze(1) + widths.unsqueeze(0) <= slots
         pooled = torch.where(fits, torch.maximum(pooled, pad_resp), pooled)
-        return pooled + torch.cat([conv.bias for conv in self.convs])
+        return pooled + torch.cat([cast(Tensor, cast(nn.Conv1d, conv).bias) for conv in self.convs])
 
 
 class LstmDirection(nn.Module):
@@ -261,7 +263,7 @@ def run_directions(
     in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other."""
     if torch.get_num_threads() > 1:
         return _parallel_directions(args[0], args[1], batch_sizes, cell_clip, proj_clip)
-    return [packed_recurrence(*a, batch_sizes, cell_clip, proj_clip) for a in args]
+    return [packed_recurrence(a[0], a[1], a[2], a[3], a[4], batch_sizes, cell_clip, proj_clip) for a in args]
 
 
 _AMX_FLAGS = {"amx_bf16", "amx_tile", "amx_int8", "amx_fp16"}
@@ -305,12 +307,13 @@ def onednn_fp32_is_exact() -> bool:
 @contextlib.contextmanager
 def onednn_fp32_route() -> Iterator[None]:
     """Route float32 matmuls through oneDNN inside the block (unchecked: see ``onednn_fp32_is_exact``)."""
-    before = torch.backends.mkldnn.matmul.fp32_precision
-    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    matmul: Any = getattr(torch.backends.mkldnn, "matmul")  # noqa: B009 (absent from torch's type stubs)
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "bf16"
     try:
         yield
     finally:
-        torch.backends.mkldnn.matmul.fp32_precision = before
+        matmul.fp32_precision = before
 
 
 def fast_fp32_matmuls() -> contextlib.AbstractContextManager:

@@ -299,7 +299,7 @@ class Pretrainer:
         if hours is not None:
             self.config.hours = hours
 
-    def make_batch(self, sentence_ids: Sequence[int], corpus: Corpus) -> tuple[Tensor, Tensor]:
+    def make_batch(self, sentence_ids: Sequence[int] | np.ndarray, corpus: Corpus) -> tuple[Tensor, Tensor]:
         """Character ids ``(B, T, C)`` and LM targets ``(B, T)`` for ``<S> w1 .. wn </S>``."""
         longest = max(len(corpus.sentences[i]) for i in sentence_ids) + 2
         type_ids = torch.full((len(sentence_ids), longest), -1, dtype=torch.long)

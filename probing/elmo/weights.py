@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -33,7 +34,7 @@ def _forget_offset(opts: ElmoOptions) -> np.ndarray:
     return offset
 
 
-def _mapping(model: BiLM) -> Iterator[tuple[str, tuple[int, ...], torch.Tensor, Callable, Callable]]:
+def _mapping(model: BiLM) -> Iterator[tuple[str, tuple[int, ...], Any, Callable, Callable]]:
     """Yield (dataset, stored shape, parameter, stored->param, param->stored) for every weight."""
     opts = model.opts
     cnn = model.char_cnn

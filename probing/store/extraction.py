@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -276,7 +276,7 @@ def _versions() -> dict[str, str | None]:
 
 def _write_rows(fd: int, offset: int, rows: np.ndarray) -> None:
     """Write a C-contiguous array's bytes at ``offset`` (pwrite moves at most ~2 GB per call)."""
-    view = memoryview(rows.reshape(-1)).cast("B")
+    view = memoryview(cast(Any, rows.reshape(-1))).cast("B")
     done = 0
     while done < len(view):
         done += os.pwrite(fd, view[done : done + (1 << 30)], offset + done)

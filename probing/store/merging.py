@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,8 @@ def merge(
         n_sentences = sum(s.n_sentences for s in stores)
         dim, files = stores[0].dim, [layer["file"] for layer in ref["layers"]]
         row_bytes = dim * DTYPE.itemsize
-        chunks, row0, sent0 = [], 0, 0
+        chunks: list[Any] = []
+        row0, sent0 = 0, 0
         for s in stores:
             for c in s.manifest["chunks"]:
                 chunks.append(

@@ -6,7 +6,7 @@ import os
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -215,7 +215,7 @@ class Store:
         ):
             if want is None:
                 continue
-            values = [want] if isinstance(want, str) else list(want)
+            values = [want] if isinstance(want, str) else list(cast(Collection[str], want))
             mask &= t[column].isin(values).to_numpy()
         if sense_annotated is not None:
             mask &= (t["sense"] != "").to_numpy() == bool(sense_annotated)
