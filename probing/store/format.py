@@ -34,6 +34,7 @@ import numpy as np
 
 from probing import paths
 from probing._io import human_size, open_nofollow
+from probing.corpora.base import TOKEN_COLUMNS as CORPUS_COLUMNS
 from probing.errors import InputError, ProbingError
 
 FORMAT_VERSION = 1
@@ -47,21 +48,9 @@ OFFSETS = "offsets.npy"
 LOCK = ".lock"
 PARTS = "parts"
 
-TOKEN_COLUMNS = (
-    "sentence_id",
-    "doc_id",
-    "position",
-    "word",
-    "upos",
-    "xpos",
-    "lemma",
-    "sense",
-    "instance_id",
-    "oov",
-    "head",
-    "deprel",
-    "feats",
-)
+# the corpus's token columns (probing.corpora.base) plus the encoder's out-of-vocabulary flag
+_AFTER = CORPUS_COLUMNS.index("instance_id") + 1
+TOKEN_COLUMNS = (*CORPUS_COLUMNS[:_AFTER], "oov", *CORPUS_COLUMNS[_AFTER:])
 TREE_COLUMNS = {"head": -1, "deprel": "", "feats": ""}  # added after format 1's first stores; value when absent
 
 
