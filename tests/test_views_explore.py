@@ -332,11 +332,28 @@ def test_browser_hover_search_export_offline(built):
             assert requests == [], f"the page tried to fetch {requests}"
             # the recorder does see a request: the same page with one remote image
             leaky = path.with_name("leaky.html")
-            leaky.write_text(
-                path.read_text(encoding="utf-8").replace("<body>", '<body><img src="http://example.invalid/x.png">', 1),
-                encoding="utf-8",
-            )
+            head, _, tail = path.read_text(encoding="utf-8").rpartition("</body>")
+            leaky.write_text(head + '<img src="http://example.invalid/x.png"></body>' + tail, encoding="utf-8")
             _, leaked = shot.open_page(browser, leaky)
             assert any("example.invalid" in u for u in leaked)
         finally:
             browser.close()
+
+
+@needs_bokeh
+def test_cli_explore_writes_the_page_and_checks_layers(tmp_path, monkeypatch, capsys):
+    """`probing explore` resolves the store like `neighbors` (extract_activations), writes the page
+    and prints the score per panel; an unknown layer is a clear error (exit 2)."""
+    from probing import cli, experiment
+
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(experiment, "extract_activations", lambda *a, **kw: make_store())
+    out = tmp_path / "ex.html"
+    argv = ["explore", "--model", "m", "--corpus", "c", "--lemma", "play", "--lemma", "bank", "--method", "pca"]
+    assert cli.main(argv + ["--layers", "1,2", "--out", str(out), "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out}: 50 occurrences, panels 1, 2" in printed
+    assert "'play' (NOUN \"play\") 2: 1-NN sense accuracy 1.00" in printed
+    assert out.stat().st_size > 1_000_000, "Bokeh's JavaScript (about 1.7 MB) is inlined"
+    assert cli.main(argv + ["--layers", "1,7", "--out", str(out)]) == 2
+    assert "no layer 7 in this store" in capsys.readouterr().err
