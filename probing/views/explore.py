@@ -346,7 +346,7 @@ def explore(
         raise ValueError(f"k must be at least 1, got {k}")
     stores = list(store) if isinstance(store, (list, tuple)) else [store]
     names0 = _store_layer_names(stores[0])
-    layer_list = list(layers) if layers is not None else list(names0 or (0, 1, 2))
+    layer_list: list[int | str] = list(layers) if layers is not None else list(names0 or (0, 1, 2))
     picked = []
     for i, st in enumerate(stores):
         rows, sets, chosen = _select(st.tokens, lemmas, words, pos, all_forms)
@@ -363,7 +363,8 @@ def explore(
     )
     keep = stratified_sample(strata, max_points, seed)
     offsets = np.cumsum([0] + [len(p[2]) for p in picked])
-    frames, vectors = [], {}
+    frames = []
+    vectors: dict[str, list[np.ndarray]] = {}
     layer_idx = [_layer_index(layer, names0) for layer in layer_list]
     panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
     key_parts = []
@@ -623,19 +624,16 @@ def _render(ex: Explorer) -> str:
     from bokeh.layouts import column, gridplot, row
     from bokeh.models import (
         BoxSelectTool,
-        Button,
         ColumnDataSource,
         CustomJS,
-        Div,
         HoverTool,
         InlineStyleSheet,
         LassoSelectTool,
         PanTool,
         ResetTool,
-        Select,
-        TextInput,
         WheelZoomTool,
     )
+    from bokeh.models.widgets import Button, Div, Select, TextInput
     from bokeh.plotting import figure
     from bokeh.resources import INLINE
 
@@ -672,9 +670,8 @@ def _render(ex: Explorer) -> str:
         {**{f"{a}_{name}": [] for name in ex.panels for a in ("x", "y")}, "kind": [], "mcolor": []}, name="marks"
     )
 
-    css = [
-        InlineStyleSheet(css=_CSS)
-    ]  # Bokeh draws each widget in its own shadow root: the page's CSS does not reach it
+    # Bokeh draws each widget in its own shadow root: the page's CSS does not reach it
+    css: list[Any] = [InlineStyleSheet(css=_CSS)]
     legend = Div(text=ex.legends[st["color"]], name="legend", sizing_mode="stretch_width", stylesheets=css)
     status = Div(text="", name="search_status", width=320, stylesheets=css)
     info = Div(text="no selection: drag a box or a lasso", name="selection_info", width=260, stylesheets=css)
@@ -684,7 +681,7 @@ def _render(ex: Explorer) -> str:
         sizing_mode="stretch_width",
         stylesheets=css,
     )
-    select = Select(title="Colour by", value=st["color"], options=list(COLOUR_BY), width=120, name="colour_by")
+    select = Select(title="Colour by", value=st["color"], options=list[Any](COLOUR_BY), width=120, name="colour_by")
     search = TextInput(title="Search (word or lemma)", placeholder="e.g. play", width=220, name="search")
     export = Button(label="Export selection (CSV)", button_type="primary", width=200, name="export", align="end")
 
@@ -696,12 +693,11 @@ def _render(ex: Explorer) -> str:
             width=340,
             height=340,
             title=f"{label}: {used.upper()}",
-            tools=[PanTool(), WheelZoomTool(), BoxSelectTool(), LassoSelectTool(), ResetTool()],
-            active_drag="auto",
+            tools=[PanTool(), WheelZoomTool(), box := BoxSelectTool(), LassoSelectTool(), ResetTool()],
+            active_drag=box,
             name=f"panel_{name}",
             match_aspect=True,
         )
-        fig.toolbar.active_drag = fig.select_one(BoxSelectTool)
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.grid.visible = False
         r = fig.scatter(
@@ -714,9 +710,9 @@ def _render(ex: Explorer) -> str:
             line_color="#000000",
             line_width="line_width",
             name=f"points_{name}",
+            nonselection_fill_alpha=0.08,
+            nonselection_line_alpha=0.1,
         )
-        r.nonselection_glyph.fill_alpha = 0.08
-        r.nonselection_glyph.line_alpha = 0.1
         fig.add_tools(HoverTool(renderers=[r], tooltips=_TOOLTIP.replace("LAYER", html.escape(name))))
         fig.scatter(
             f"x_{name}", f"y_{name}", source=marks, size=base_size * 2.4, fill_alpha=0, line_color="mcolor",
