@@ -155,6 +155,7 @@ def test_knn_cosine_matches_the_reference_search():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((60, 6)).astype(np.float32)
     x[7] = 0
+    x[30] = x[40] = x[20]  # exact ties (different sentences): the lower index comes first
     groups = np.repeat(np.arange(20), 3)
     ids, sims = knn_cosine(x, 4, groups=groups, chunk_rows=16)
     for i in range(60):
@@ -165,6 +166,7 @@ def test_knn_cosine_matches_the_reference_search():
         np.testing.assert_array_equal(ids[i], ref_ids)
         np.testing.assert_allclose(sims[i], ref_sims, atol=1e-6)
         assert 7 not in ids[i]
+    assert list(ids[20, :2]) == [30, 40] and list(ids[40, :2]) == [20, 30]
 
 
 def test_projections_are_cached_by_key(tmp_path, monkeypatch):

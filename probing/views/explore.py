@@ -166,7 +166,7 @@ def knn_cosine(
         if g is not None:
             bad |= g[start:stop, None] == g[None, :]
         sims[bad] = -np.inf
-        order = np.lexsort((np.broadcast_to(col, sims.shape), -sims), axis=1)[:, :k]
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :k]  # stable: ties keep the lower index first
         best = np.take_along_axis(sims, order, axis=1)
         ok = np.isfinite(best) & valid[start:stop, None]
         ids[start:stop] = np.where(ok, order, -1)
@@ -187,8 +187,7 @@ def _sentences(store: Any, rows: np.ndarray) -> tuple[list[str], list[str]]:
     """Sentence of each store row, as HTML and as text; each sentence is rebuilt once."""
     tokens = store.tokens
     sid = tokens["sentence_id"].to_numpy()
-    wanted = set(sid[rows])
-    sub = tokens[np.isin(sid, list(wanted))]
+    sub = tokens[tokens["sentence_id"].isin(set(sid[rows])).to_numpy()]  # hashed: np.isin on strings is O(n m)
     by_sentence: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
     for s, part in sub.groupby("sentence_id", sort=False):
         order = np.argsort(part["position"].to_numpy(), kind="stable")
