@@ -245,6 +245,27 @@ def test_explorer_points_scores_and_neighbours(built):
 
 
 @needs_bokeh
+def test_word_forms_pos_sample_and_two_corpora(tmp_path, monkeypatch):
+    """words= picks a form (10 "plays"); with neither lemmas nor words, a POS sample (only NOUN here:
+    30 + 10 + 20 targets + 72 "number" = 132 nouns, 40 drawn); two stores give two corpora, each its colour."""
+    from probing.views.explore import explore
+
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path))
+    store = make_store()
+    plays = explore(store, words=["plays"], layers=[2], method="pca", n_boot=50)
+    assert len(plays.points) == 10 and set(plays.points["set"]) == {"word 'plays'"}
+    nouns = explore(store, pos=["NOUN"], layers=[1], method="pca", max_points=40, n_boot=50)
+    assert len(nouns.points) == 40 and set(nouns.points["upos"]) == {"NOUN"}
+    assert nouns.settings["n_total"] == 132
+    other = make_store(seed=1)
+    other.key, other.manifest = "fake2", {"corpus": {"name": "toy2"}, "encoder": {"name": "toy-elmo"}}
+    both = explore([store, other], ["bank"], layers=[1], method="pca", n_boot=50)
+    assert both.points.groupby("corpus").size().to_dict() == {"toy/test": 20, "toy2": 20}
+    assert both.points.groupby("corpus")["c_corpus"].nunique().to_dict() == {"toy/test": 1, "toy2": 1}
+    assert both.points["c_corpus"].nunique() == 2
+
+
+@needs_bokeh
 def test_page_is_self_contained_and_displays_in_jupyter(built):
     ex, path = built
     text = path.read_text(encoding="utf-8")
@@ -314,6 +335,14 @@ def test_browser_hover_search_export_offline(built):
             )
             assert hits == 20 == int((p["lemma"] == "bank").sum())
             assert "20</b> of 50 occurrences match" in page.locator("text=occurrences match").first.inner_html()
+
+            page.locator("select").first.select_option("pos")  # colour by POS: every point takes its POS colour
+            page.wait_for_timeout(300)
+            colours = page.evaluate(
+                "() => { const d = [...Bokeh.documents[0].all_models].find(m => { try { return m.name === "
+                "'occurrences' } catch (e) { return false } }).data; return [Array.from(d.color), Array.from(d.c_pos)] }"
+            )
+            assert colours[0] == colours[1] == p["c_pos"].tolist()
 
             left, top, right, bottom = shot.frame_box(page, "1")  # box-select the left half of layer 1
             page.mouse.move(left + 2, top + 2)
