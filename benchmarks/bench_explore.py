@@ -53,7 +53,7 @@ def first_paint(html: Path) -> tuple[float, float]:
 
 def bench_size(args) -> None:
     from probing.experiment import extract_activations
-    from probing.views.explore import explore
+    from probing.views.explorer import explore
     from probing.wordnet import inventory
 
     store = extract_activations(args.model, args.corpus, args.split, progress=False)

@@ -260,7 +260,7 @@ def _neighbors(args: argparse.Namespace) -> int:
 @command("explore")
 def _explore(args: argparse.Namespace) -> int:
     from .experiment import extract_activations
-    from .views.explore import explore
+    from .views.explorer import explore
     from .wordnet import inventory
 
     if args.model is None or args.corpus is None:
@@ -571,7 +571,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     WeightsError, UnknownCheckpointError, ...; OSError covers DownloadError, DatasetNotFound and missing files.
     Evaluated only while an exception is handled, so the modules load only then."""
     from .glove import MissingDependencyError, UnknownWordError
-    from .views.explore import MissingExtraError
+    from .views.explorer import MissingExtraError
     from .wordnet import WordNetLookupError
 
     return (

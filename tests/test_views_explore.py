@@ -1,4 +1,4 @@
-"""The occurrence explorer (probing.views.explore) and the sense-separation score (probing.views.senses).
+"""The occurrence explorer (probing.views.explore, in probing.views.explorer) and the sense-separation score (probing.views.senses).
 
 Numbers are checked against hand-computed cases and a slow reference (cosine_topk); the page is
 checked offline in headless Chromium (skipped, with the reason, without Chromium, playwright or Bokeh).
@@ -150,7 +150,7 @@ def test_lemma_rows_default_to_the_most_frequent_form_and_pos():
 def test_knn_cosine_matches_the_reference_search():
     """Every row's list equals cosine_topk's with its own sentence excluded (the slow reference);
     a zero row has no neighbours and is nobody's neighbour."""
-    from probing.views.explore import knn_cosine
+    from probing.views.explorer import knn_cosine
 
     rng = np.random.default_rng(1)
     x = rng.standard_normal((60, 6)).astype(np.float32)
@@ -171,7 +171,7 @@ def test_knn_cosine_matches_the_reference_search():
 
 def test_projections_are_cached_by_key(tmp_path, monkeypatch):
     """The second call with the same key reads the file: embed_2d runs once; another seed recomputes."""
-    from probing.views import explore as ex_mod
+    from probing.views import explorer as ex_mod
 
     monkeypatch.setenv("PROBING_CACHE", str(tmp_path))
     calls = []
@@ -201,7 +201,7 @@ def built(tmp_path_factory):
     import os
 
     from probing.glove import Vectors
-    from probing.views.explore import explore
+    from probing.views.explorer import explore
 
     cache = tmp_path_factory.mktemp("cache")
     old = os.environ.get("PROBING_CACHE")
@@ -248,7 +248,7 @@ def test_explorer_points_scores_and_neighbours(built):
 def test_word_forms_pos_sample_and_two_corpora(tmp_path, monkeypatch):
     """words= picks a form (10 "plays"); with neither lemmas nor words, a POS sample (only NOUN here:
     30 + 10 + 20 targets + 72 "number" = 132 nouns, 40 drawn); two stores give two corpora, each its colour."""
-    from probing.views.explore import explore
+    from probing.views.explorer import explore
 
     monkeypatch.setenv("PROBING_CACHE", str(tmp_path))
     store = make_store()
@@ -275,8 +275,16 @@ def test_page_is_self_contained_and_displays_in_jupyter(built):
     assert frame.startswith("<iframe srcdoc=") and "&lt;script" in frame
 
 
+def test_the_public_name_is_the_function():
+    """Scripts and notebooks call probing.views.explore(store, lemmas=[...], layers=...)."""
+    import probing.views
+    from probing.views.explorer import explore
+
+    assert probing.views.explore is explore and "explore" in probing.views.__all__
+
+
 def test_missing_extra_names_the_pip_command(monkeypatch):
-    from probing.views import explore as ex_mod
+    from probing.views import explorer as ex_mod
 
     monkeypatch.setitem(sys.modules, "bokeh", None)
     with pytest.raises(ex_mod.MissingExtraError, match=r"pip install 'elmo-probing\[explore\]'"):
