@@ -303,6 +303,59 @@ def _neighbors(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("explore")
+def _explore(args: argparse.Namespace) -> int:
+    from .experiment import extract_activations
+    from .views.explorer import explore
+    from .wordnet import inventory
+
+    if args.model is None or args.corpus is None:
+        raise UserError("explore needs --model and --corpus (the store whose occurrences are shown)")
+    if not args.lemma and not args.word:
+        raise UserError("give at least one --lemma (or --word)")
+    store = extract_activations(
+        args.model,
+        args.corpus,
+        args.split,
+        path=args.path,
+        cache_dir=args.cache,
+        max_sentences=args.max_sentences,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    layers = store.layer_names if args.layers is None else [x.strip() for x in args.layers.split(",") if x.strip()]
+    unknown = [layer for layer in layers if layer not in store.layer_names]
+    if unknown:
+        raise UserError(f"no layer {', '.join(unknown)} in this store; its layers are {', '.join(store.layer_names)}")
+    glove = None
+    if args.glove:
+        from .glove import load_vectors
+
+        glove = load_vectors(GLOVE_NAME, progress=not args.quiet)
+    ex = explore(
+        store,
+        args.lemma,
+        layers,
+        words=args.word,
+        all_forms=args.all_forms,
+        glove=glove,
+        gloss=inventory("auto").gloss,
+        max_points=args.max_points,
+        seed=args.sample_seed,
+        method=args.method,
+        k=args.k,
+    )
+    path = ex.save(args.out)
+    print(f"wrote {path}: {len(ex.points)} occurrences, panels {', '.join(ex.panels)}")
+    for row in ex.scores.itertuples(index=False):
+        if row.n >= 2:
+            print(
+                f"  {row.set} {row.panel}: 1-NN sense accuracy {row.score:.2f} "
+                f"[{row.ci_low:.2f}, {row.ci_high:.2f}], chance {row.chance:.2f}"
+            )
+    return 0
+
+
 @command("random-weights")
 def _random_weights(args: argparse.Namespace) -> int:
     from .elmo import Elmo, hub
@@ -506,6 +559,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="Peters et al. (2018) Table 4: GloVe row, then the nearest sentence per layer",
     )
     p.add_argument("--glosses", action="store_true", help="add WordNet glosses of the neighbours' senses")
+
+    p = sub.add_parser(
+        "explore",
+        help="an interactive occurrence explorer per layer, as one offline HTML file",
+        description="Occurrences of the given lemmas (by default their most frequent word form and POS) "
+        "at each layer: hover for the sentence, search, click for the nearest occurrences, select and "
+        "export as CSV. Needs the explore extra: pip install 'elmo-probing[explore]'.",
+    )
+    _store_options(p, required=False)
+    p.add_argument("--lemma", action="append", metavar="L", help="lemma, or LEMMA:UPOS (e.g. play:NOUN); repeatable")
+    p.add_argument("--word", action="append", metavar="W", help="a word form, or WORD:UPOS; repeatable")
+    p.add_argument("--layers", metavar="0,1,2", help="comma-separated layer names (default: all)")
+    p.add_argument("--glove", action="store_true", help=f"add a panel of {GLOVE_NAME} type vectors")
+    p.add_argument("--all-forms", action="store_true", help="every word form of each lemma (coloured by form)")
+    p.add_argument("--max-points", type=int, default=2000, metavar="N", help="at most N occurrences (default 2000)")
+    p.add_argument("--method", default="umap", choices=["umap", "pca"], help="2-D projection (default umap)")
+    p.add_argument("--sample-seed", type=int, default=0, metavar="S", help="seed of the sample and UMAP (default 0)")
+    p.add_argument("-k", type=int, default=5, metavar="K", help="nearest occurrences listed on click (default 5)")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write")
 
     p = sub.add_parser(
         "random-weights",

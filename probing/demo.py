@@ -16,6 +16,7 @@ Activations and finished probes are cached (``$PROBING_CACHE``), so a second run
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from probing.experiment import Results, load_experiment, run_experiment
 from probing.glove import Vectors
 from probing.report import draw_figures, write_report
 from probing.results import write_results
+from probing.views.explorer import MissingExtraError, explore
 from probing.views.neighbors import format_table, table4
 from probing.views.umap import umap_layers, umap_pos
 from probing.wordnet import inventory
@@ -107,6 +109,15 @@ def run_demo(
     points = 150 if quick else 400
     drawn["umap_senses"] = umap_layers(semcor, SENSE_LEMMAS, max_points=points, glove=glove, gloss=senses.gloss)
     drawn["umap_pos"] = umap_pos(res.store(*POS_STORE), max_points=5 * points)
+    tables = {'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours}
+    links = {}
+    try:
+        explorer = explore(semcor, SENSE_LEMMAS, glove=glove, gloss=senses.gloss, max_points=5 * points)
+        explorer.save(out / "explorer.html")
+        links["Occurrence explorer: hover a point to read its sentence (explorer.html)"] = "explorer.html"
+        tables["Sense separation per layer (leave-one-out 1-NN sense accuracy, 95% CI)"] = explorer.scores
+    except MissingExtraError as e:
+        print(f"probing demo: no explorer.html ({e})", file=sys.stderr)
     embed = "png" if "png" in formats else formats[0]
     files = {name: fg.save(fig, out / "figures", name, formats=formats)[embed] for name, fig in drawn.items()}
     timings["figures"] = time.time() - t2
@@ -120,7 +131,8 @@ def run_demo(
         provenance,
         figures=files,
         notes=DEMO_NOTES,
-        tables={'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours},
+        tables=tables,
+        links=links,
         title="probing demo: what each ELMo layer knows",
     )
     return DemoOutput(results=res, neighbours=neighbours, figures=files, report=report, timings=timings)

@@ -354,6 +354,7 @@ def write_report(
     title: str = "ELMo probing report",
     *,
     notes: Mapping[str, str] | None = None,
+    links: Mapping[str, str] | None = None,
     filename: str = "report.html",
 ) -> Path:
     """Write ``out_dir/<filename>`` (default ``report.html``) and return its path.
@@ -361,7 +362,8 @@ def write_report(
     ``results``: the tidy results table (DESIGN.md). ``provenance``: nested dict of fingerprints,
     hyperparameters and versions, shown as a list. ``figures``: name -> .png/.svg file, embedded in this
     order, each with the note of :data:`FIGURE_NOTES` whose key prefixes the name (or ``notes[name]``).
-    ``tables``: heading -> DataFrame, shown after the figures.
+    ``tables``: heading -> DataFrame, shown after the figures. ``links``: label -> relative address of a
+    companion file (e.g. the occurrence explorer), listed under "Interactive".
     """
     if not isinstance(provenance, Mapping):
         raise TypeError(f"provenance: expected a dict, got {type(provenance).__name__}")
@@ -378,6 +380,9 @@ def write_report(
         sections.append(("figures", "Figures"))
     if tables:
         sections.append(("tables", "Tables"))
+    links = dict(links or {})
+    if links:
+        sections.append(("interactive", "Interactive"))
     sections += [("results", "All results"), ("provenance", "Provenance")]
 
     parts = [
@@ -405,6 +410,10 @@ def write_report(
             parts.append(f'<h3 id="table-{_e(_slug(name))}">{_e(name)}</h3>')
             parts.append(_html_table(t))
         parts.append("</section>")
+    if links:
+        parts.append('<section id="interactive"><h2>Interactive</h2><ul>')
+        parts += [f'<li><a href="{_e(href)}">{_e(label)}</a></li>' for label, href in links.items()]
+        parts.append("</ul></section>")
     parts += [
         '<section id="results"><h2>All results</h2>',
         "<p>Every row of the results table as stored (values are fractions, not percent).</p>",

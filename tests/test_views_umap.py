@@ -133,7 +133,14 @@ def test_few_distinct_vectors_fall_back_to_pca_and_duplicates_coincide():
 def test_layer_coords_sample_groups_and_type_average():
     store = make_store()
     coords = umap_layers_coords(
-        store, ["play", "bank"], [0, "2"], max_points=40, gloss=GLOSSES.__getitem__, n_senses=2, method="pca"
+        store,
+        ["play", "bank"],
+        [0, "2"],
+        max_points=40,
+        gloss=GLOSSES.__getitem__,
+        n_senses=2,
+        method="pca",
+        all_forms=True,
     )
     play = coords[(coords["lemma"] == "play") & (coords["layer"] == "2")]
     occ = play[play["kind"] == "occurrence"]
@@ -142,13 +149,10 @@ def test_layer_coords_sample_groups_and_type_average():
     by_sense = occ["sense"].value_counts()
     assert by_sense["play%1:04:00::"] == 20 and by_sense["play%2:33:00::"] == 5
     assert by_sense["play%1:10:00::"] + by_sense[""] == 15
-    # two top senses keep their key as group; the verb sense and the unannotated rows become "other"
-    assert set(occ["group"]) == {"play%1:04:00::", "play%1:10:00::", "other"}
-    assert set(occ["label"]) == {
-        "a move in a game (40)",
-        "a dramatic work for the stage (25)",
-        "other senses / unannotated (15)",
-    }
+    # all forms: the groups (colours) are the word forms, "play" 40 + 15 and "plays" 25
+    assert set(occ["group"]) == {"play", "plays"}
+    assert set(occ["label"]) == {'"play" (55)', '"plays" (25)'}
+    assert set(occ["selection"]) == {"'play' (all forms)"}
     same_rows = coords[(coords["lemma"] == "play") & (coords["layer"] == "0") & (coords["kind"] == "occurrence")]
     np.testing.assert_array_equal(same_rows["row"], occ["row"])  # the same sample at every layer
     # the star is the sample's mean vector embedded in the same map: with PCA it is the centroid
@@ -166,28 +170,36 @@ def test_layer_figure_has_panels_legend_and_subsample_note(tmp_path, monkeypatch
     glove = Vectors.from_file(FIXTURES / "tiny.glove.txt", progress=False)
     store = make_store()
     fig = umap_layers(
-        store, ["play", "bank"], [1, 2], max_points=50, glove=glove, gloss=GLOSSES.__getitem__, method="pca"
+        store,
+        ["play", "bank"],
+        [1, 2],
+        max_points=50,
+        glove=glove,
+        gloss=GLOSSES.__getitem__,
+        method="pca",
+        all_forms=True,
     )
     maps = [ax for ax in fig.axes if ax.axison]
     assert [ax.get_title() for ax in maps] == [
-        "'play', layer 1",
-        "'play', layer 2",
-        "'bank', layer 1",
-        "'bank', layer 2",
+        "'play' (all forms), layer 1",
+        "'play' (all forms), layer 2",
+        "'bank' (all forms), layer 1",
+        "'bank' (all forms), layer 2",
     ]
     assert all(ax.get_xlabel() == "PCA 1" for ax in maps)
     text = _texts(fig)
     assert "50 of 80 occurrences shown (stratified by sense)" in text
     assert "30 of" not in text, "'bank' has 30 occurrences, all shown: no note"
-    assert "a dramatic work for the stage (25)" in text
+    assert '"plays" (25)' in text
     assert "GloVe: ONE vector for every 'play'" in text and "player, game, games" in text
     assert "GloVe has no vector for 'bank'" in text
-    # the most frequent sense gets the first Okabe-Ito colour, "other" is grey
+    # the most frequent form gets the first Okabe-Ito colour, the second the second
     first = maps[0].collections
     colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in first if len(c.get_offsets())}
     from matplotlib.colors import to_rgb
 
-    assert tuple(np.round(to_rgb(OKABE_ITO[0]), 3)) in colours and tuple(np.round(to_rgb(OTHER_COLOUR), 3)) in colours
+    assert {tuple(np.round(to_rgb(c), 3)) for c in OKABE_ITO[:2]} <= colours
+    assert tuple(np.round(to_rgb(OTHER_COLOUR), 3)) not in colours
     fig.savefig(tmp_path / "layers.png")
 
 
@@ -212,8 +224,8 @@ def test_pos_coords_and_figure():
 @pytest.mark.slow
 def test_umap_is_deterministic_and_keeps_senses_apart():
     store = make_store()
-    first = umap_layers_coords(store, ["play"], [2], max_points=60, seed=0, n_senses=3)
-    again = umap_layers_coords(store, ["play"], [2], max_points=60, seed=0, n_senses=3)
+    first = umap_layers_coords(store, ["play"], [2], max_points=60, seed=0, n_senses=3, all_forms=True)
+    again = umap_layers_coords(store, ["play"], [2], max_points=60, seed=0, n_senses=3, all_forms=True)
     assert set(first["method"]) == {"umap"}
     pd.testing.assert_frame_equal(first, again)  # same seed, same coordinates, bit for bit
     # the senses are separate clusters in the data; in the map each point's nearest neighbour
@@ -224,18 +236,35 @@ def test_umap_is_deterministic_and_keeps_senses_apart():
     np.fill_diagonal(d, np.inf)
     agree = np.mean(occ["sense"].to_numpy()[d.argmin(axis=1)] == occ["sense"].to_numpy())
     assert agree >= 0.95, f"nearest-neighbour sense agreement in the map {agree:.2f}"
-    fig = umap_layers(store, ["play"], [2], max_points=60, seed=0)
+    fig = umap_layers(store, ["play"], [2], max_points=60, seed=0, all_forms=True)
     assert "60 of 80 occurrences shown" in _texts(fig)
 
 
 def test_context_free_layer_falls_back_to_pca_and_says_so():
     # layer 0 depends on the word form only: 'play' and 'plays' give 2 distinct vectors, too few
     # for UMAP, so the exact PCA layout is used (and no UMAP is run) and the title tells why
-    fig = umap_layers(make_store(), ["play"], [0], max_points=80, method="umap")
+    fig = umap_layers(make_store(), ["play"], [0], max_points=80, method="umap", all_forms=True)
     (panel,) = [ax for ax in fig.axes if ax.axison]
-    assert panel.get_title() == "'play', layer 0: 2 distinct vectors (PCA)"
+    assert panel.get_title() == "'play' (all forms), layer 0: 2 distinct vectors (PCA)"
     assert panel.get_xlabel() == "PCA 1"
     assert "80 of 80" not in _texts(fig), "nothing was subsampled, so no note"
+
+
+def test_sense_maps_default_to_one_form_and_print_the_score():
+    """'play' holds noun "play" (40, one sense), noun "plays" (25) and verb "play" (15): by default the
+    map shows the noun "play" only. 'play:VERB' picks the verb: 10 annotated in one sense, so the
+    1-NN sense accuracy is 1 (every neighbour agrees) and so is chance; the figure prints both."""
+    store = make_store()
+    noun = umap_layers_coords(store, ["play"], [1], method="pca")
+    assert (noun["selection"].iat[0], noun["n_total"].iat[0]) == ("'play' (NOUN \"play\")", 40)
+    assert set(store.tokens["word"].to_numpy()[noun.loc[noun["kind"] == "occurrence", "row"]]) == {"play"}
+    verb = umap_layers_coords(store, ["play:VERB"], [2], method="pca")
+    first = verb.iloc[0]
+    assert (first["n_total"], first["n_scored"], first["score"], first["chance"]) == (15, 10, 1.0, 1.0)
+    fig = umap_layers(store, ["play:VERB"], [2], method="pca")
+    text = _texts(fig)
+    assert "'play' (VERB \"play\"), layer 2" in text
+    assert "1-NN sense acc 1.00 [1.00, 1.00]\nchance 1.00, n=10" in text
 
 
 def test_more_groups_than_colours_is_refused():

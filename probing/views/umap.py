@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 
 from probing.errors import InputError
 from probing.views.neighbors import _layer_index, _store_layer_names, type_neighbors
+from probing.views.senses import lemma_rows, sense_separation
 
 Gloss = Callable[[str], str]
 
@@ -153,40 +154,50 @@ def umap_layers_coords(
     n_senses: int = 6,
     gloss: Gloss | None = None,
     method: str = "umap",
+    all_forms: bool = False,
 ) -> pd.DataFrame:
     """Coordinates behind :func:`umap_layers`: one 2-D map per (lemma, layer).
 
-    Occurrences are the store rows whose ``lemma`` matches (case-insensitively), OOV rows left out;
-    at most ``max_points`` per lemma, stratified by sense, the same sample at every layer. Each
+    Occurrences are the store rows of each lemma spec ``LEMMA[:UPOS]`` (case-insensitive, OOV rows
+    left out), by default only its most frequent word form and POS (:func:`~probing.views.senses.lemma_rows`),
+    so that the map shows senses within one form; ``all_forms=True`` keeps every form and groups
+    (colours) by form instead of sense. At most ``max_points`` per lemma, stratified by sense, the
+    same sample at every layer. ``score, ci_low, ci_high, chance, n_scored`` give the sample's
+    leave-one-out 1-NN sense accuracy at that layer (:func:`~probing.views.senses.sense_separation`). Each
     (lemma, layer) map also embeds the mean vector of the sample, a row with ``kind="type
     average"``: the one point a type-level embedding gives the whole lemma. Columns: ``lemma,
     layer, kind ("occurrence" | "type average"), row, x, y, word, sense, group, label, n_shown,
     n_total, n_distinct, method``; ``n_distinct`` counts the distinct occurrence vectors,
     ``group`` is one of the ``n_senses`` most frequent first sense keys, else ``"other"``, and
-    ``label`` is its legend text (short gloss when ``gloss`` is given, else the key).
+    ``label`` is its legend text (short gloss when ``gloss`` is given, else the key); ``selection``
+    describes the occurrences (e.g. ``'play' (NOUN "play")``).
     """
     if not 1 <= n_senses <= len(OKABE_ITO):
         raise InputError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
     tokens = store.tokens
-    lemma_col = tokens["lemma"].astype(str).str.lower().to_numpy()
-    usable = ~tokens["oov"].to_numpy(dtype=bool)
     frames = []
     for lemma in lemmas:
-        all_rows = np.flatnonzero((lemma_col == lemma.lower()) & usable)
-        if len(all_rows) == 0:
-            raise InputError(f"no occurrences of lemma {lemma!r} in the store (lemma column of the token table)")
+        selection = lemma_rows(tokens, lemma, all_forms=all_forms)
+        all_rows = selection.rows
         keys = np.array([_first_key(s) for s in tokens["sense"].to_numpy()[all_rows]], dtype=object)
-        ranked = pd.Series(keys[keys != ""]).value_counts()
+        colour_by = tokens["word"].astype(str).str.lower().to_numpy()[all_rows] if all_forms else keys
+        ranked = pd.Series(colour_by[colour_by != ""]).value_counts()
         ranked = ranked.iloc[np.lexsort((ranked.index.to_numpy(dtype=str), -ranked.to_numpy()))]
         top = list(ranked.index[:n_senses])
-        groups = np.array([k if k in top else OTHER for k in keys], dtype=object)
+        groups = np.array([k if k in top else OTHER for k in colour_by], dtype=object)
         rows = all_rows[stratified_sample(keys, max_points, seed)]
         sample_groups = groups[np.searchsorted(all_rows, rows)]
         counts = pd.Series(groups).value_counts()
-        labels = {g: _legend_label(g, int(counts.get(g, 0)), gloss) for g in top + [OTHER]}
+        if all_forms:
+            labels = {g: f'"{g}" ({int(counts.get(g, 0))})' for g in top} | {
+                OTHER: f"other forms ({counts.get(OTHER, 0)})"
+            }
+        else:
+            labels = {g: _legend_label(g, int(counts.get(g, 0)), gloss) for g in top + [OTHER]}
         for index, name in _layers(store, layers):
             x = np.asarray(store.layer(index)[rows], dtype=np.float32)
             coords, used = embed_2d(np.vstack([x, x.mean(axis=0, keepdims=True)]), method=method, seed=seed)
+            score = sense_separation(x, tokens["sense"].to_numpy()[rows], seed=seed)
             n = len(rows)
             frames.append(
                 pd.DataFrame(
@@ -205,10 +216,23 @@ def umap_layers_coords(
                         "n_total": len(all_rows),
                         "n_distinct": len(np.unique(x, axis=0)),
                         "method": used,
+                        "selection": selection.label,
+                        "score": score.score,
+                        "ci_low": score.ci_low,
+                        "ci_high": score.ci_high,
+                        "chance": score.chance,
+                        "n_scored": score.n,
                     }
                 )
             )
     return pd.concat(frames, ignore_index=True)
+
+
+def _score_note(panel: pd.DataFrame) -> str:
+    r = panel.iloc[0]
+    if r["n_scored"] < 2:
+        return "1-NN sense acc: n/a"
+    return f"1-NN sense acc {r['score']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]\nchance {r['chance']:.2f}, n={r['n_scored']}"
 
 
 def _style_map_axis(ax: Axes, title: str, method: str) -> None:
@@ -249,8 +273,14 @@ def umap_layers(
     n_senses: int = 6,
     gloss: Gloss | None = None,
     method: str = "umap",
+    all_forms: bool = False,
 ) -> Figure:
     """Occurrences of each lemma at each layer, side by side, coloured by WordNet sense.
+
+    Each lemma (``LEMMA`` or ``LEMMA:UPOS``) shows its most frequent word form and POS only, so the
+    map is not a map of word forms; ``all_forms=True`` shows every form, coloured by form. Each map
+    prints its leave-one-out 1-NN sense accuracy on the original vectors (95% bootstrap CI) and the
+    chance level (what one vector for all occurrences, e.g. GloVe, scores).
 
     One map per lemma and layer (a row per lemma): a joint map of all lemmas would mostly separate
     the lemmas from each other and squeeze the sense structure within each, which is the point.
@@ -263,7 +293,9 @@ def umap_layers(
     the last column says so and lists the word's GloVe type neighbours: one vector, one list,
     whatever the sense. Layer 0 is context-free, so all occurrences of a word form coincide there.
     """
-    coords = umap_layers_coords(store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method)
+    coords = umap_layers_coords(
+        store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method, all_forms=all_forms
+    )
     layer_names = list(dict.fromkeys(coords["layer"]))
     n_rows, n_cols = len(lemmas), len(layer_names)
     fig = Figure(figsize=(3.0 * n_cols + 3.6, 2.9 * n_rows + 0.6), layout="constrained")
@@ -290,7 +322,19 @@ def umap_layers(
                 )
             star = panel[panel["kind"] == "type average"]
             ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
-            _style_map_axis(ax, f"'{lemma}', layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
+            _style_map_axis(
+                ax, f"{first['selection']}, layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0]
+            )
+            ax.text(
+                0.02,
+                0.02,
+                _score_note(occ),
+                transform=ax.transAxes,
+                fontsize=6.5,
+                va="bottom",
+                ha="left",
+                bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5},
+            )
         info = fig.add_subplot(grid[r, n_cols])
         info.axis("off")
         handles = [
@@ -321,7 +365,7 @@ def umap_layers(
             loc="upper left",
             fontsize=7.5,
             frameon=False,
-            title=f"'{lemma}': {first['n_total']:,} occurrences",
+            title=f"{first['selection']}: {first['n_total']:,} occurrences",
             title_fontsize=8.5,
         )
         notes = []

@@ -1,0 +1,774 @@
+"""An interactive occurrence explorer: one linked map per layer, offline, in Jupyter or as one HTML file.
+
+Each point is one occurrence of a chosen lemma (or word form, or a POS sample) in an activation store.
+The page, drawn with Bokeh and its JavaScript inlined (no CDN, no server, no request of any kind),
+offers: hover (the sentence with the word marked, lemma, POS, sense key and gloss, layer, document);
+colour by sense, POS, word form or corpus; a search box (word or lemma) that highlights matches in every
+panel; a click that lists the point's k nearest occurrences in the ORIGINAL space of that layer (cosine,
+precomputed here, as in Peters et al. 2018, Table 4); lasso / box selection shared by all panels (one
+data source); and a CSV export of the selection. A sense-separation score per layer is printed on the page.
+
+Projections (UMAP with a fixed seed, or PCA) are cached under ``probing.paths.cache_dir()/projections``,
+keyed by the stores' keys, the rows, the layer and the settings, so a second build only draws.
+
+Bokeh is an optional dependency: ``pip install 'elmo-probing[explore]'``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probing._io import atomic_open, atomic_path
+from probing.errors import InputError, ProbingError
+from probing.paths import cache_dir
+from probing.views.neighbors import _layer_index, _store_layer_names
+from probing.views.senses import LemmaSelection, first_sense, lemma_rows, sense_separation
+from probing.views.umap import OKABE_ITO, OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
+
+Gloss = Callable[[str], str]
+COLOUR_BY = ("sense", "pos", "form", "corpus")
+PROJECTION_VERSION = 1  # bump when embed_2d's output changes, so cached projections are not reused
+GLOVE_PANEL = "GloVe"
+
+
+class MissingExtraError(ProbingError, ImportError):
+    """The optional ``explore`` extra (Bokeh) is not installed."""
+
+
+def _bokeh():
+    try:
+        import bokeh
+    except ImportError as e:
+        raise MissingExtraError("the occurrence explorer needs Bokeh: pip install 'elmo-probing[explore]'") from e
+    return bokeh
+
+
+# -- data: which occurrences, their vectors, projections and neighbours ---------------------------
+
+
+def _corpus_name(store: Any, i: int) -> str:
+    corpus = (getattr(store, "manifest", None) or {}).get("corpus", {})
+    name = "/".join(str(corpus[k]) for k in ("name", "split") if corpus.get(k))
+    return name or f"store {i}"
+
+
+def _select(
+    tokens: pd.DataFrame,
+    lemmas: Sequence[str] | None,
+    words: Sequence[str] | None,
+    pos: Sequence[str] | None,
+    all_forms: bool,
+) -> tuple[np.ndarray, np.ndarray, list[LemmaSelection]]:
+    """Rows of one store and the set label of each row ("'play' (NOUN "play")", "word 'plays'", "NOUN")."""
+    rows: list[np.ndarray] = []
+    sets: list[np.ndarray] = []
+    chosen: list[LemmaSelection] = []
+    usable = ~tokens["oov"].to_numpy(dtype=bool)
+    for spec in lemmas or ():
+        sel = lemma_rows(tokens, spec, all_forms=all_forms)
+        chosen.append(sel)
+        rows.append(sel.rows)
+        sets.append(np.full(len(sel.rows), sel.label, dtype=object))
+    if words:
+        forms = tokens["word"].astype(str).str.lower().to_numpy()
+        tags = tokens["upos"].astype(str).to_numpy()
+        for spec in words:
+            word, _, tag = spec.partition(":")
+            mask = usable & (forms == word.lower()) & ((tags == tag.upper()) if tag else True)
+            r = np.flatnonzero(mask)
+            if len(r) == 0:
+                raise InputError(f"no occurrences of the word form {spec!r} in the store (word column)")
+            rows.append(r)
+            sets.append(np.full(len(r), f"word '{word.lower()}'" + (f" ({tag.upper()})" if tag else ""), dtype=object))
+    if not lemmas and not words:
+        tags = tokens["upos"].astype(str).to_numpy()
+        mask = usable & (tags != "") & (np.isin(tags, [t.upper() for t in pos]) if pos else True)
+        r = np.flatnonzero(mask)
+        if len(r) == 0:
+            raise InputError(f"no POS-tagged tokens{' with UPOS ' + ', '.join(pos) if pos else ''} in the store")
+        rows.append(r)
+        sets.append(tags[r].astype(object))
+    all_rows = np.concatenate(rows).astype(np.int64)
+    all_sets = np.concatenate(sets)
+    _, first = np.unique(all_rows, return_index=True)  # an occurrence chosen twice keeps its first set
+    first = np.sort(first)
+    return all_rows[first], all_sets[first], chosen
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _rows_digest(parts: Sequence[tuple[str, np.ndarray]]) -> list[tuple[str, str]]:
+    return [(key, hashlib.sha256(np.ascontiguousarray(r, dtype=np.int64).tobytes()).hexdigest()) for key, r in parts]
+
+
+def cached_projection(
+    x: np.ndarray, key: dict, *, method: str, seed: int, cache: bool = True
+) -> tuple[np.ndarray, str]:
+    """``embed_2d(x)`` -> ``((n, 2) float64, method used)``, cached by ``key`` and the settings.
+
+    ``key`` names the vectors (store keys and row digests, layer); the settings and
+    :data:`PROJECTION_VERSION` are added. Files: ``cache_dir()/projections/<sha256>.npy`` (written
+    atomically, read without pickle); a file of the wrong shape is recomputed.
+    """
+    full = {**key, "method": method, "seed": seed, "n": len(x), "version": PROJECTION_VERSION}
+    digest = _digest(full)
+    path = cache_dir() / "projections" / f"{digest}.npy"
+    meta = path.with_suffix(".json")
+    if cache and path.is_file() and meta.is_file():
+        coords = np.load(path, allow_pickle=False)
+        used = json.loads(meta.read_text(encoding="utf-8")).get("used")
+        if coords.shape == (len(x), 2) and used in ("umap", "pca"):
+            return coords, used
+    coords, used = embed_2d(x, method=method, seed=seed)
+    if cache:
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.save(f, coords, allow_pickle=False)
+        with atomic_open(meta, "w", encoding="utf-8") as f:
+            json.dump({**full, "used": used}, f)
+    return coords, used
+
+
+def knn_cosine(
+    x: np.ndarray, k: int, *, groups: np.ndarray | None = None, chunk_rows: int = 1024
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest other rows of every row of ``x`` (``(n, dim)``) by cosine, best first.
+
+    Rows in the same ``groups`` value (e.g. the same sentence) are skipped, as are rows with a zero or
+    non-finite vector (they have no cosine; their own lists are empty). Ties go to the lower row
+    index, as in :func:`probing.views.neighbors.cosine_topk`. Returns ``(ids (n, k) int64, cosines
+    (n, k) float32)``, padded with -1 / NaN where fewer than ``k`` rows qualify.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    n = len(x)
+    norms = np.linalg.norm(x, axis=1)
+    valid = np.isfinite(norms) & (norms > 0)
+    unit = np.where(valid[:, None], x / np.where(valid, norms, 1.0)[:, None], 0.0).astype(np.float32)
+    ids = np.full((n, k), -1, dtype=np.int64)
+    sims_out = np.full((n, k), np.nan, dtype=np.float32)
+    g = None if groups is None else np.asarray(groups)
+    col = np.arange(n)
+    for start in range(0, n, chunk_rows):
+        stop = min(start + chunk_rows, n)
+        sims = unit[start:stop] @ unit.T
+        bad = ~valid[None, :] | (col[None, :] == np.arange(start, stop)[:, None])
+        if g is not None:
+            bad |= g[start:stop, None] == g[None, :]
+        sims[bad] = -np.inf
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :k]  # stable: ties keep the lower index first
+        best = np.take_along_axis(sims, order, axis=1)
+        ok = np.isfinite(best) & valid[start:stop, None]
+        ids[start:stop] = np.where(ok, order, -1)
+        sims_out[start:stop] = np.where(ok, best, np.nan)
+    return ids, sims_out
+
+
+def _sentence_html(words: np.ndarray, position: int) -> tuple[str, str]:
+    """(escaped HTML with the word in <mark>, plain text with the word in brackets)."""
+    marked = [
+        f"<mark>{html.escape(str(w))}</mark>" if i == position else html.escape(str(w)) for i, w in enumerate(words)
+    ]
+    plain = [f"[{w}]" if i == position else str(w) for i, w in enumerate(words)]
+    return " ".join(marked), " ".join(plain)
+
+
+def _sentences(store: Any, rows: np.ndarray) -> tuple[list[str], list[str]]:
+    """Sentence of each store row, as HTML and as text; each sentence is rebuilt once."""
+    tokens = store.tokens
+    sid = tokens["sentence_id"].to_numpy()
+    sub = tokens[tokens["sentence_id"].isin(set(sid[rows])).to_numpy()]  # hashed: np.isin on strings is O(n m)
+    by_sentence: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+    for s, part in sub.groupby("sentence_id", sort=False):
+        order = np.argsort(part["position"].to_numpy(), kind="stable")
+        by_sentence[s] = (part.index.to_numpy()[order], part["word"].to_numpy()[order])
+    out_html, out_text = [], []
+    for r in rows:
+        index, words = by_sentence[sid[r]]
+        h, t = _sentence_html(words, int(np.flatnonzero(index == r)[0]))
+        out_html.append(h)
+        out_text.append(t)
+    return out_html, out_text
+
+
+def _gloss_text(keys: np.ndarray, gloss: Gloss | None) -> list[str]:
+    cache: dict[str, str] = {}
+    out = []
+    for key in keys:
+        if key not in cache:
+            text = ""
+            if key and gloss is not None:
+                try:
+                    text = gloss(key)
+                except LookupError:
+                    text = ""
+            cache[key] = text
+        out.append(cache[key])
+    return out
+
+
+# -- colours --------------------------------------------------------------------------------------
+
+
+def _ranked(values: np.ndarray) -> list[str]:
+    counts = pd.Series(values).value_counts()
+    return sorted((v for v in counts.index if v != ""), key=lambda v: (-counts[v], v))
+
+
+def _palette_colours(values: np.ndarray, palette: Sequence[str]) -> tuple[np.ndarray, list[tuple[str, str, int]]]:
+    """Colour per value: the most frequent values get the palette, the rest grey; legend entries."""
+    ranked = _ranked(values)
+    colour = {v: palette[i] for i, v in enumerate(ranked[: len(palette)])}
+    counts = pd.Series(values).value_counts()
+    legend = [(colour[v], v, int(counts[v])) for v in colour]
+    rest = int(sum(counts[v] for v in counts.index if v not in colour))
+    if rest:
+        legend.append((OTHER_COLOUR, "other / none", rest))
+    return np.array([colour.get(v, OTHER_COLOUR) for v in values], dtype=object), legend
+
+
+def _sense_colours(
+    sets: np.ndarray, keys: np.ndarray, glosses: list[str]
+) -> tuple[np.ndarray, list[tuple[str, list[tuple[str, str, int]]]]]:
+    """Senses coloured within each set (Okabe-Ito by frequency, grey for the rest and unannotated)."""
+    out = np.full(len(keys), OTHER_COLOUR, dtype=object)
+    legends = []
+    gloss_of = dict(zip(keys, glosses))
+    for s in dict.fromkeys(sets):
+        mask = sets == s
+        colours, legend = _palette_colours(keys[mask], OKABE_ITO)
+        out[mask] = colours
+        named = [(c, f"{v} {gloss_of.get(v, '')}".strip() if v != "other / none" else v, n) for c, v, n in legend]
+        legends.append((str(s), named))
+    return out, legends
+
+
+def _legend_html(groups: list[tuple[str, list[tuple[str, str, int]]]]) -> str:
+    parts = []
+    for title, entries in groups:
+        items = "".join(
+            f'<span class="item"><span class="sw" style="background:{c}"></span>{html.escape(label)} ({n})</span>'
+            for c, label, n in entries
+        )
+        parts.append(f'<div class="group"><b>{html.escape(title)}</b> {items}</div>' if title else items)
+    return "".join(parts) if groups and groups[0][0] else f'<div class="group">{"".join(parts)}</div>'
+
+
+# -- the explorer ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Explorer:
+    """The built explorer: ``points`` (one row per occurrence, coordinates per panel), ``neighbours``
+    (per panel: ``(ids (n, k), cosines (n, k))`` into ``points``), ``scores`` (sense separation per set
+    and panel) and the settings. Displays inline in Jupyter; :meth:`save` writes the HTML file."""
+
+    points: pd.DataFrame
+    panels: list[str]
+    neighbours: dict[str, tuple[np.ndarray, np.ndarray]]
+    scores: pd.DataFrame
+    settings: dict[str, Any]
+    legends: dict[str, str] = field(default_factory=dict)
+    title: str = "Occurrence explorer"
+    _html: str | None = field(default=None, repr=False)
+
+    @property
+    def html(self) -> str:
+        """The whole page: one HTML document with every byte of JavaScript inlined."""
+        if self._html is None:
+            self._html = _render(self)
+        return self._html
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the page to ``path`` (atomically) and return the path."""
+        path = Path(path)
+        with atomic_open(path, "w", encoding="utf-8") as f:
+            f.write(self.html)
+        return path
+
+    def _repr_html_(self) -> str:
+        # an iframe keeps the page's Bokeh apart from any other Bokeh the notebook has loaded
+        height = 1150 if len(self.panels) <= 4 else 1500
+        return (
+            f'<iframe srcdoc="{html.escape(self.html, quote=True)}" '
+            f'style="width:100%;height:{height}px;border:0" title="{html.escape(self.title)}"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        return f"Explorer({len(self.points)} occurrences, panels {self.panels}, {self.settings.get('method_used')})"
+
+
+def explore(
+    store: Any,
+    lemmas: Sequence[str] | None = None,
+    layers: Sequence[int | str] | None = None,
+    *,
+    words: Sequence[str] | None = None,
+    pos: Sequence[str] | None = None,
+    all_forms: bool = False,
+    glove: Any = None,
+    gloss: Gloss | None = None,
+    max_points: int = 2000,
+    seed: int = 0,
+    method: str = "umap",
+    k: int = 5,
+    color: str = "sense",
+    n_boot: int = 1000,
+    cache: bool = True,
+    title: str | None = None,
+) -> Explorer:
+    """Build the explorer for occurrences in ``store`` (a Store, or a list of stores of one encoder).
+
+    Occurrences: each lemma spec ``LEMMA[:UPOS]`` in ``lemmas`` (by default its most frequent word
+    form and POS only; ``all_forms=True`` keeps every form, and the page then colours by form), each
+    word form ``WORD[:UPOS]`` in ``words``, or, with neither, a sample of POS-tagged tokens (only the
+    tags in ``pos`` when given). At most ``max_points`` in all, stratified by set and sense, drawn
+    with ``seed``. One panel per layer in ``layers`` (default: all), plus a GloVe panel (type vectors
+    of each occurrence's word) when ``glove`` is given. ``gloss(key)`` adds short WordNet glosses.
+    ``k`` nearest occurrences per point and panel; ``method`` "umap" (cosine, seed ``seed``) or "pca";
+    ``color`` is the initial colouring (sense, pos, form, corpus).
+    """
+    _bokeh()
+    if color not in COLOUR_BY:
+        raise InputError(f"color must be one of {', '.join(COLOUR_BY)}, got {color!r}")
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    stores = list(store) if isinstance(store, (list, tuple)) else [store]
+    names0 = _store_layer_names(stores[0])
+    layer_list: list[int | str] = list(layers) if layers is not None else list(names0 or (0, 1, 2))
+    picked = []
+    for i, st in enumerate(stores):
+        rows, sets, chosen = _select(st.tokens, lemmas, words, pos, all_forms)
+        picked.append((i, st, rows, sets, chosen))
+    n_total = sum(len(p[2]) for p in picked)
+    # stratify the sample by set and sense, over all stores at once
+    strata = np.concatenate(
+        [
+            np.array(
+                [f"{s}|{k_}" for s, k_ in zip(sets, first_sense(st.tokens["sense"].to_numpy()[rows]))], dtype=object
+            )
+            for _, st, rows, sets, _ in picked
+        ]
+    )
+    keep = stratified_sample(strata, max_points, seed)
+    offsets = np.cumsum([0] + [len(p[2]) for p in picked])
+    frames = []
+    vectors: dict[str, list[np.ndarray]] = {}
+    layer_idx = [_layer_index(layer, names0) for layer in layer_list]
+    panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
+    key_parts = []
+    for (i, st, rows, sets, _), lo, hi in zip(picked, offsets[:-1], offsets[1:]):
+        mine = keep[(keep >= lo) & (keep < hi)] - lo
+        r, s = rows[mine], sets[mine]
+        key_parts.append((str(getattr(st, "key", f"store{i}")), r))
+        t = st.tokens.iloc[r]
+        sent_html, sent_text = _sentences(st, r)
+        keys = first_sense(t["sense"].to_numpy())
+        frames.append(
+            pd.DataFrame(
+                {
+                    "store": i,
+                    "row": r,
+                    "corpus": _corpus_name(st, i),
+                    "set": s,
+                    "sentence_id": t["sentence_id"].astype(str).to_numpy(),
+                    "doc_id": t["doc_id"].astype(str).to_numpy(),
+                    "word": t["word"].astype(str).to_numpy(),
+                    "form": t["word"].astype(str).str.lower().to_numpy(),
+                    "lemma": t["lemma"].astype(str).to_numpy(),
+                    "upos": t["upos"].astype(str).to_numpy(),
+                    "sense": keys,
+                    "senses": t["sense"].astype(str).to_numpy(),
+                    "sentence_html": sent_html,
+                    "sentence": sent_text,
+                }
+            )
+        )
+        for name, li in zip(panel_names, layer_idx):
+            vectors.setdefault(name, []).append(np.asarray(st.layer(li)[r], dtype=np.float32))
+    points = pd.concat(frames, ignore_index=True)
+    points["gloss"] = _gloss_text(points["sense"].to_numpy(), gloss)
+    stacked = {name: np.vstack(parts) for name, parts in vectors.items()}
+    panels = list(panel_names)
+    if glove is not None:
+        gv, oov = glove.lookup(points["word"].tolist())
+        gv[oov] = np.nan
+        stacked[GLOVE_PANEL] = gv
+        panels.append(GLOVE_PANEL)
+    row_key = _rows_digest(key_parts)
+    used_methods = {}
+    neighbours = {}
+    groups = (points["store"].astype(str) + "\t" + points["sentence_id"]).to_numpy()
+    for name in panels:
+        x = stacked[name]
+        ok = np.all(np.isfinite(x), axis=1)
+        coords = np.full((len(x), 2), np.nan)
+        if ok.any():
+            pkey = {"rows": row_key, "layer": name}
+            if name == GLOVE_PANEL:
+                pkey = {"rows": row_key, "glove": str(getattr(glove, "fingerprint", glove))}
+            c, used = cached_projection(x[ok], pkey, method=method, seed=seed, cache=cache)
+            coords[ok] = c
+            used_methods[name] = used
+        points[f"x_{name}"] = coords[:, 0]
+        points[f"y_{name}"] = coords[:, 1]
+        neighbours[name] = knn_cosine(np.where(ok[:, None], x, 0.0), k, groups=groups)
+    scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
+    settings = {
+        "n_shown": len(points),
+        "n_total": int(n_total),
+        "max_points": max_points,
+        "seed": seed,
+        "method": method,
+        "method_used": used_methods,
+        "k": k,
+        "color": "form" if all_forms and color == "sense" and lemmas else color,
+        "all_forms": all_forms,
+        "corpora": sorted(set(points["corpus"])),
+        "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
+    }
+    ex = Explorer(points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas))
+    ex.legends = _legends(points)
+    return ex
+
+
+def _default_title(settings: dict, lemmas: Sequence[str] | None) -> str:
+    what = ", ".join(lemmas) if lemmas else "occurrences"
+    enc = settings["encoder"]
+    return f"Occurrence explorer: {what}" + (f" ({enc} on {', '.join(settings['corpora'])})" if enc else "")
+
+
+def _scores(
+    points: pd.DataFrame, stacked: dict[str, np.ndarray], panels: list[str], *, n_boot: int, seed: int
+) -> pd.DataFrame:
+    """Sense separation per set (lemma selection) and panel, on the panel's original vectors."""
+    records = []
+    for s in dict.fromkeys(points["set"]):
+        mask = (points["set"] == s).to_numpy()
+        for name in panels:
+            x = stacked[name][mask]
+            ok = np.all(np.isfinite(x), axis=1) & (np.linalg.norm(np.nan_to_num(x), axis=1) > 0)
+            res = sense_separation(x[ok], points["senses"].to_numpy()[mask][ok], n_boot=n_boot, seed=seed)
+            records.append({"set": s, "panel": name, **res._asdict()})
+    return pd.DataFrame.from_records(records)
+
+
+def _legends(points: pd.DataFrame) -> dict[str, str]:
+    sense_c, sense_leg = _sense_colours(points["set"].to_numpy(), points["sense"].to_numpy(), points["gloss"].tolist())
+    pos_c, pos_leg = _palette_colours(points["upos"].to_numpy(), TOL_MUTED)
+    form_c, form_leg = _palette_colours(points["form"].to_numpy(), OKABE_ITO)
+    corpus_c, corpus_leg = _palette_colours(points["corpus"].to_numpy(), OKABE_ITO)
+    points["c_sense"], points["c_pos"], points["c_form"], points["c_corpus"] = sense_c, pos_c, form_c, corpus_c
+    return {
+        "sense": _legend_html(sense_leg),
+        "pos": _legend_html([("", pos_leg)]),
+        "form": _legend_html([("", form_leg)]),
+        "corpus": _legend_html([("", corpus_leg)]),
+    }
+
+
+# -- the page -------------------------------------------------------------------------------------
+
+_CSS = """
+:host{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222}
+h1{font-size:19px;margin:0 0 4px} .meta{color:#555;font-size:13px;margin-bottom:6px}
+.group{font-size:12px;line-height:1.7;margin-bottom:2px}
+.item{margin-right:12px;white-space:nowrap} .sw{display:inline-block;width:10px;height:10px;
+border-radius:50%;margin-right:4px;vertical-align:middle}
+table.scores{border-collapse:collapse;font-size:12px} table.scores td,table.scores th{border:1px solid #ddd;
+padding:2px 6px;text-align:left} .knn{font-size:13px} .knn td{padding:2px 6px;vertical-align:top}
+mark{background:#ffe066;padding:0 2px}
+"""
+
+_TOOLTIP = """
+<div style="max-width:430px;font-size:12px;white-space:normal">
+<div class="tip-sentence" style="margin-bottom:4px">@sentence_html{safe}</div>
+<div><b>@lemma</b> &middot; @upos &middot; @word</div>
+<div>@sense <i>@gloss</i></div>
+<div style="color:#666">layer LAYER &middot; @doc_id &middot; @corpus</div>
+</div>
+"""
+
+_JS_COLOUR = """
+const mode = select.value;
+const d = source.data;
+d.color = Array.from(d['c_' + mode]);
+source.change.emit();
+legend.text = legends[mode];
+"""
+
+_JS_SEARCH = """
+const q = search.value_input.trim().toLowerCase();
+const d = source.data;
+const n = d.form.length;
+const lw = new Array(n), alpha = new Array(n), size = new Array(n);
+let hits = 0;
+for (let i = 0; i < n; i++) {
+  const hit = q !== '' && (d.form[i] === q || d.lemma_lc[i] === q);
+  if (hit) hits++;
+  d.hit[i] = hit ? 1 : 0;
+  lw[i] = hit ? 2.0 : 0.0;
+  alpha[i] = q === '' ? 0.75 : (hit ? 1.0 : 0.12);
+  size[i] = hit ? base_size * 1.6 : base_size;
+}
+d.line_width = lw; d.alpha = alpha; d.size = size;
+source.change.emit();
+status.text = q === '' ? '' : `<b>${hits}</b> of ${n} occurrences match "${q.replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]))}"`;
+"""
+
+_JS_TAP = """
+const d = source.data;
+const xs = d['x_' + panel], ys = d['y_' + panel];
+const xr = plot.x_range, yr = plot.y_range;
+const sx = plot.inner_width / (xr.end - xr.start), sy = plot.inner_height / (yr.end - yr.start);
+let best = -1, bestd = 100;  // squared pixels: within 10 px
+for (let i = 0; i < xs.length; i++) {
+  if (!Number.isFinite(xs[i])) continue;
+  const dx = (xs[i] - cb_obj.x) * sx, dy = (ys[i] - cb_obj.y) * sy;
+  const dd = dx * dx + dy * dy;
+  if (dd < bestd) { bestd = dd; best = i; }
+}
+if (best < 0) return;
+const k = knn.data['k'][0];
+const ids = [], cos = [];
+for (let j = 0; j < k; j++) {
+  const id = knn.data['nn_' + panel + '_' + j][best];
+  if (id >= 0) { ids.push(id); cos.push(knn.data['cos_' + panel + '_' + j][best]); }
+}
+const esc = s => String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
+const where = panel === 'GloVe' ? 'GloVe' : 'layer ' + panel;
+let h = `<div class="knn"><b>${k} nearest occurrences at ${esc(where)}</b> (cosine in the original space) of: `
+  + `${d.sentence_html[best]} <i>${esc(d.sense[best])} ${esc(d.gloss[best])}</i><table>`;
+ids.forEach((id, r) => {
+  h += `<tr><td>${r + 1}</td><td>${cos[r].toFixed(3)}</td><td>${d.sentence_html[id]}</td>`
+    + `<td>${esc(d.lemma[id])} ${esc(d.upos[id])}</td><td>${esc(d.sense[id])} <i>${esc(d.gloss[id])}</i></td></tr>`;
+});
+h += '</table></div>';
+out.text = h;
+const m = {};
+for (const p of panels) {
+  m['x_' + p] = [d['x_' + p][best]].concat(ids.map(i => d['x_' + p][i]));
+  m['y_' + p] = [d['y_' + p][best]].concat(ids.map(i => d['y_' + p][i]));
+}
+m['kind'] = ['query'].concat(ids.map(() => 'neighbour'));
+m['mcolor'] = ['#000000'].concat(ids.map(() => '#D55E00'));
+marks.data = m;
+"""
+
+_JS_EXPORT = """
+const d = source.data;
+const sel = source.selected.indices.slice().sort((a, b) => a - b);
+if (sel.length === 0) { status.text = 'nothing selected: draw a lasso or a box first'; return; }
+const cols = ['corpus', 'row', 'sentence_id', 'doc_id', 'word', 'lemma', 'upos', 'senses', 'gloss', 'set', 'sentence'];
+for (const p of panels) { cols.push('x_' + p, 'y_' + p); }
+const q = v => { const s = (v === null || v === undefined || (typeof v === 'number' && isNaN(v))) ? '' : String(v);
+  return /[",\\n\\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
+const lines = [cols.map(c => c === 'senses' ? 'sense' : c).join(',')];
+for (const i of sel) lines.push(cols.map(c => q(d[c][i])).join(','));
+const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'text/csv;charset=utf-8'});
+const a = document.createElement('a');
+a.href = URL.createObjectURL(blob);
+a.download = 'selection.csv';
+document.body.appendChild(a); a.click(); a.remove();
+setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+status.text = `exported ${sel.length} occurrences to selection.csv`;
+"""
+
+_JS_SELECTION = """
+const n = source.selected.indices.length;
+info.text = n ? `<b>${n}</b> selected (in every panel)` : 'no selection: drag a box or a lasso';
+"""
+
+
+def _scores_html(ex: Explorer) -> str:
+    s = ex.scores
+    if s.empty:
+        return ""
+    head = "".join(f"<th>{html.escape(p if p == GLOVE_PANEL else 'layer ' + p)}</th>" for p in ex.panels)
+    body = []
+    for name, part in s.groupby("set", sort=False):
+        cells = []
+        for p in ex.panels:
+            r = part[part["panel"] == p].iloc[0]
+            cells.append(
+                "<td>n/a</td>" if r["n"] < 2 else f"<td>{r['score']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]</td>"
+            )
+        r0 = part.iloc[0]
+        chance = "" if r0["n"] < 2 else f"{r0['chance']:.2f}"
+        body.append(
+            f"<tr><td>{html.escape(str(name))}</td><td>{int(r0['n'])}</td><td>{chance}</td>{''.join(cells)}</tr>"
+        )
+    return (
+        "<b>Sense separation</b>: leave-one-out 1-nearest-neighbour sense accuracy (cosine, original vectors), "
+        "95% bootstrap CI over occurrences; <i>chance</i> = what one vector per word form scores (GloVe, layer 0)."
+        f'<table class="scores"><tr><th>occurrences</th><th>n annotated</th><th>chance</th>{head}</tr>'
+        + "".join(body)
+        + "</table>"
+    )
+
+
+def _render(ex: Explorer) -> str:
+    _bokeh()
+    from bokeh.embed import file_html
+    from bokeh.layouts import column, gridplot, row
+    from bokeh.models import (
+        BoxSelectTool,
+        ColumnDataSource,
+        CustomJS,
+        HoverTool,
+        InlineStyleSheet,
+        LassoSelectTool,
+        PanTool,
+        ResetTool,
+        WheelZoomTool,
+    )
+    from bokeh.models.widgets import Button, Div, Select, TextInput
+    from bokeh.plotting import figure
+    from bokeh.resources import INLINE
+
+    p = ex.points
+    n = len(p)
+    st = ex.settings
+    base_size = float(np.clip(900 / max(n, 1) ** 0.5, 4, 10))
+    data: dict[str, Any] = {
+        c: p[c].tolist()
+        for c in (
+            "corpus", "row", "sentence_id", "doc_id", "word", "form", "lemma", "upos", "sense", "senses",
+            "gloss", "set", "sentence", "sentence_html", "c_sense", "c_pos", "c_form", "c_corpus",
+        )
+    }  # fmt: skip
+    data["lemma_lc"] = [s.lower() for s in p["lemma"]]
+    for name in ex.panels:
+        data[f"x_{name}"] = p[f"x_{name}"].to_numpy()
+        data[f"y_{name}"] = p[f"y_{name}"].to_numpy()
+    data["color"] = p[f"c_{st['color']}"].tolist()
+    data["hit"] = [0] * n
+    data["alpha"] = [0.75] * n
+    data["size"] = [base_size] * n
+    data["line_width"] = [0.0] * n
+    source = ColumnDataSource(data, name="occurrences")
+    k = st["k"]
+    knn_data: dict[str, Any] = {"k": [k] * n}
+    for name in ex.panels:
+        ids, cos = ex.neighbours[name]
+        for j in range(k):
+            knn_data[f"nn_{name}_{j}"] = ids[:, j].astype(np.int32)
+            knn_data[f"cos_{name}_{j}"] = np.round(np.nan_to_num(cos[:, j], nan=0.0), 4).astype(np.float32)
+    knn = ColumnDataSource(knn_data, name="knn")
+    marks = ColumnDataSource(
+        {**{f"{a}_{name}": [] for name in ex.panels for a in ("x", "y")}, "kind": [], "mcolor": []}, name="marks"
+    )
+
+    # Bokeh draws each widget in its own shadow root: the page's CSS does not reach it
+    css: list[Any] = [InlineStyleSheet(css=_CSS)]
+    legend = Div(text=ex.legends[st["color"]], name="legend", sizing_mode="stretch_width", stylesheets=css)
+    status = Div(text="", name="search_status", width=320, stylesheets=css)
+    info = Div(text="no selection: drag a box or a lasso", name="selection_info", width=260, stylesheets=css)
+    out = Div(
+        text="<i>Click a point to list its nearest occurrences in that layer's original space.</i>",
+        name="knn_out",
+        sizing_mode="stretch_width",
+        stylesheets=css,
+    )
+    select = Select(title="Colour by", value=st["color"], options=list[Any](COLOUR_BY), width=120, name="colour_by")
+    search = TextInput(title="Search (word or lemma)", placeholder="e.g. play", width=220, name="search")
+    export = Button(label="Export selection (CSV)", button_type="primary", width=200, name="export", align="end")
+
+    plots = []
+    for name in ex.panels:
+        used = st["method_used"].get(name, "none")
+        label = GLOVE_PANEL + " (type vectors: one point per word form)" if name == GLOVE_PANEL else f"layer {name}"
+        fig = figure(
+            width=340,
+            height=340,
+            title=f"{label}: {used.upper()}",
+            tools=[PanTool(), WheelZoomTool(), box := BoxSelectTool(), LassoSelectTool(), ResetTool()],
+            active_drag=box,
+            name=f"panel_{name}",
+            match_aspect=True,
+        )
+        fig.xaxis.visible = fig.yaxis.visible = False
+        fig.grid.visible = False
+        r = fig.scatter(
+            f"x_{name}",
+            f"y_{name}",
+            source=source,
+            size="size",
+            fill_color="color",
+            fill_alpha="alpha",
+            line_color="#000000",
+            line_width="line_width",
+            name=f"points_{name}",
+            nonselection_fill_alpha=0.08,
+            nonselection_line_alpha=0.1,
+        )
+        fig.add_tools(HoverTool(renderers=[r], tooltips=_TOOLTIP.replace("LAYER", html.escape(name))))
+        fig.scatter(
+            f"x_{name}", f"y_{name}", source=marks, size=base_size * 2.4, fill_alpha=0, line_color="mcolor",
+            line_width=2.5, marker="circle",
+        )  # fmt: skip
+        plots.append((name, fig))
+    panel_names = [name for name, _ in plots]
+    for name, fig in plots:
+        fig.js_on_event(
+            "tap",
+            CustomJS(
+                args=dict(source=source, knn=knn, marks=marks, out=out, plot=fig, panel=name, panels=panel_names),
+                code=_JS_TAP,
+            ),
+        )
+    select.js_on_change(
+        "value", CustomJS(args=dict(select=select, source=source, legend=legend, legends=ex.legends), code=_JS_COLOUR)
+    )
+    search.js_on_change(
+        "value_input",
+        CustomJS(args=dict(search=search, source=source, status=status, base_size=base_size), code=_JS_SEARCH),
+    )
+    export.js_on_event(
+        "button_click", CustomJS(args=dict(source=source, status=status, panels=panel_names), code=_JS_EXPORT)
+    )
+    source.selected.js_on_change("indices", CustomJS(args=dict(source=source, info=info), code=_JS_SELECTION))
+
+    methods = sorted(set(st["method_used"].values()))
+    how = " and ".join(m.upper() for m in methods) + (" (cosine)" if "umap" in methods else "")
+    sample = f"{st['n_shown']:,} of {st['n_total']:,} occurrences" + (
+        " (sample stratified by set and sense)" if st["n_shown"] < st["n_total"] else ""
+    )
+    header = Div(
+        text=(
+            f"<h1>{html.escape(ex.title)}</h1><div class='meta' id='meta'>{sample} &middot; projection {how}, "
+            f"seed {st['seed']} &middot; neighbours: k={k}, cosine in each layer's original space &middot; "
+            "hover a point to read its sentence, click it for its nearest occurrences, drag a box or lasso to "
+            "select (linked across panels)</div>"
+        ),
+        sizing_mode="stretch_width",
+        name="header",
+        stylesheets=css,
+    )
+    scores = Div(text=_scores_html(ex), name="scores", sizing_mode="stretch_width", stylesheets=css)
+    ncols = min(len(plots), 4)
+    grid = gridplot([f for _, f in plots], ncols=ncols, toolbar_location="right", merge_tools=True)
+    layout = column(
+        header,
+        row(select, search, export, status, info),
+        legend,
+        grid,
+        out,
+        scores,
+        sizing_mode="stretch_width",
+    )
+    return file_html(layout, resources=INLINE, title=ex.title)
+
+
+__all__ = ["COLOUR_BY", "Explorer", "MissingExtraError", "cached_projection", "explore", "knn_cosine"]
