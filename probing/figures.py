@@ -55,6 +55,7 @@ __all__ = [
     "layer_sort_key",
     "default_metric",
     "layer_scores",
+    "layer_scores_panels",
     "selectivity",
     "mix_weights",
     "tag_gains",
@@ -90,6 +91,7 @@ _PRETTY = {
     "semcor-mfs": "SemCor MFS",
     "mix": "scalar mix",
     "concat": "concat",
+    "position": "linear position",
 }
 _LAYER_RE = re.compile(r"^(?:\d+|mix|concat)$")
 _PREFIXED_LAYER_RE = re.compile(r"^(?P<series>.+):(?P<layer>\d+|mix|concat)$")
@@ -338,6 +340,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     label_y: list[float] = []
     label_text: list[str] = []
     anchor_y: list[float | None] = []
+    digits = ".1f" if scale == 100 else ".2f"
     for k, (name, v) in enumerate(near):
         ax.axhline(
             v, color="0.15", linewidth=1.2, linestyle=_BASELINE_STYLES[k % len(_BASELINE_STYLES)], label=name, zorder=1
@@ -345,12 +348,12 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
         frac = (v - (y_lo - pad)) / (y_hi - y_lo + 2 * pad)
         label_y.append(frac)
         anchor_y.append(frac)
-        label_text.append(f"{name} {v:.1f}")
+        label_text.append(f"{name} {v:{digits}}")
     for name, v in far:
         below = v < y_lo
         label_y.append(0.0 if below else 1.0)
         anchor_y.append(None)
-        label_text.append(f"{'▼' if below else '▲'} {name} {v:.1f} (off scale)")
+        label_text.append(f"{'▼' if below else '▲'} {name} {v:{digits}} (off scale)")
     if label_y:
         fig_h = cast(Figure, ax.figure).get_figheight() * 72 * 0.72
         gap = 1.35 * matplotlib.rcParams["font.size"] * 0.9 / fig_h
@@ -409,6 +412,36 @@ def layer_scores(
         ax = fig.add_subplot()
         _draw_layer_scores(ax, rows[rows["metric"] == metric], metric, clip_baselines)
         ax.set_title(f"{_title(task, dataset, split)}: {metric_info(metric).label.split(' (')[0]} per layer")
+    return fig
+
+
+def layer_scores_panels(
+    results: pd.DataFrame,
+    task: str,
+    metrics: Sequence[str],
+    *,
+    dataset: str | None = None,
+    split: str | None = None,
+    clip_baselines: bool = True,
+) -> Figure:
+    """Several metrics of one task side by side, each drawn as :func:`layer_scores` draws one (e.g. UUAS
+    and DSpr. of a structural probe). Metrics the task does not have are an error."""
+    if not metrics:
+        raise InputError("layer_scores_panels: give at least one metric")
+    agg = aggregate(results)
+    rows, dataset, split = _select(agg, task, None, dataset, split)
+    missing = [m for m in metrics if m not in set(rows["metric"])]
+    if missing:
+        raise InputError(
+            f"task {task!r} ({dataset}/{split}) has no metric(s) {missing}; available: {_names(rows['metric'])}"
+        )
+    with matplotlib.rc_context(_STYLE):
+        fig = _new_figure(5.6 * len(metrics), 4.2)
+        axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+        for ax, name in zip(axes, metrics):
+            _draw_layer_scores(ax, rows[rows["metric"] == name], name, clip_baselines)
+            ax.set_title(metric_info(name).label.split(" (")[0])
+        fig.suptitle(f"{_title(task, dataset, split)}: per layer")
     return fig
 
 
@@ -702,6 +735,8 @@ def tag_gains(
 
 
 POS_TASKS = ("ptb", "upos", "xpos")  # tasks overview() reads as part of speech, in order of preference
+# a structural probe's headline metric and the Spearman correlation drawn beside it
+STRUCTURAL_PAIRS = {"uuas": "dspr", "root_acc": "nspr"}
 
 
 def overview(

@@ -66,6 +66,17 @@ FIGURE_NOTES = {
         "gold tag; gains on small n are noisy. Large gains mark tags that need context to be told apart "
         "(ambiguous word forms)."
     ),
+    "syntax": (
+        "Structural probes (Hewitt & Manning, 2019): a linear map per layer under which squared distances "
+        "between word vectors approximate distances in the dependency tree (distance probe), or squared "
+        "lengths approximate depth in it (depth probe). Left: UUAS, the share of gold tree edges that the "
+        "minimum spanning tree of the predicted distances recovers (punctuation left out), or Root%, the "
+        "share of sentences whose least deep predicted word is the root. Right: Spearman correlation of "
+        "predicted and gold distances (DSpr.) or depths (NSpr.), averaged per sentence length 5-50. Error bars "
+        "are 95% bootstrap intervals over test sentences. Lines: GloVe (context-free word vectors) and the "
+        "linear-position baseline (distance |i - j|; depth = position, a left-branching chain), which needs "
+        "no vectors at all: a layer below it has learned less about the tree than word order gives for free."
+    ),
     "overview": (
         "Part-of-speech accuracy (left) and word-sense disambiguation F1 (right) per layer, read like the "
         "per-task layer plots: markers with 95% confidence intervals, baselines as horizontal lines."
@@ -395,8 +406,9 @@ def write_report(
         "scores in percent unless stated; intervals are 95% confidence intervals.</p>",
         "<nav><ul>" + "".join(f'<li><a href="#{s}">{_e(h)}</a></li>' for s, h in sections) + "</ul></nav></header>",
         '<section id="summary"><h2>Summary</h2>',
-        "<p>Per task: the best layer of each encoder on the task's headline metric (F1 for WSD, else "
-        "accuracy), its score and interval, its control-task selectivity when measured, and the baselines.</p>",
+        "<p>Per task: the best layer of each encoder on the task's headline metric (F1 for WSD, UUAS for a "
+        "structural distance probe, Root% for a depth probe, else accuracy), its score and interval, its "
+        "control-task selectivity when measured, and the baselines.</p>",
         _html_table(summary, num_cols={"score", "95% CI", "seeds", "selectivity"}),
         "</section>",
     ]
@@ -439,7 +451,8 @@ def draw_figures(
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
-    Per task, dataset and split: ``layer_scores_*`` and, when control-task rows exist, ``selectivity_*``
+    Per task, dataset and split: ``layer_scores_*`` (``syntax_*`` for a structural probe: its headline and
+    its Spearman correlation side by side) and, when control-task accuracy rows exist, ``selectivity_*``
     (the suffix is the task, plus dataset and split when the task was scored on several); then
     ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
     both layers; ``overview`` when there is a POS or WSD task.
@@ -455,7 +468,14 @@ def draw_figures(
     for task, dataset, split in keys:
         rows = agg[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split)]
         name = suffix(task, dataset, split)
-        out[f"layer_scores_{name}"] = fg.layer_scores(results, task, dataset=dataset, split=split)
+        headline = default_metric(rows, task)
+        pair = fg.STRUCTURAL_PAIRS.get(headline)
+        if pair is not None and pair in set(rows["metric"]):
+            out[f"syntax_{name}"] = fg.layer_scores_panels(
+                results, task, [headline, pair], dataset=dataset, split=split
+            )
+        else:
+            out[f"layer_scores_{name}"] = fg.layer_scores(results, task, dataset=dataset, split=split)
         if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
             out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
     if mix is not None and len(mix):

@@ -292,7 +292,21 @@ def test_bundled_experiments_validate():
     quick = load_experiment("default", quick=True)
     assert quick.max_sentences == 200 and quick.probe.n_boot == 200
     full = load_experiment("full")
-    assert {t.name for t in full.tasks} == {"upos", "xpos", "ptb", "wsd-1nn", "supersense"}
+    assert {t.name for t in full.tasks} == {
+        "upos",
+        "xpos",
+        "ptb",
+        "wsd-1nn",
+        "supersense",
+        "syntax-distance",
+        "syntax-depth",
+    }
+    # the structural probes read UD EWT's trees, with the dev split for early stopping
+    syntax = {t.kind: t for t in full.tasks if t.kind.startswith("structural-")}
+    assert set(syntax) == {"structural-distance", "structural-depth"}
+    assert all(
+        (str(t.train), str(t.dev), t.options["rank"]) == ("ud-ewt:train", "ud-ewt:dev", None) for t in syntax.values()
+    )
     assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol) == ((0, 1, 2), 6, 1e-4)
 
 

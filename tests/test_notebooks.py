@@ -23,7 +23,7 @@ nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the d
 pytestmark = pytest.mark.notebooks
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NAMES = ["01_quickstart", "02_layer_probes", "03_play_neighbours", "04_your_own_corpus"]
+NAMES = ["01_quickstart", "02_layer_probes", "03_play_neighbours", "04_your_own_corpus", "05_syntax_trees"]
 MARK = "NOTEBOOK-SUMMARY "
 
 # The summary cell appended to each notebook: ``_summary``, a JSON object of the notebook's variables.
@@ -74,6 +74,16 @@ _summary = {
     "my_rows": my_res.results[["encoder", "layer", "metric"]].to_dict(orient="list"),
     "tokens_seen": summary["tokens_seen"], "export": sorted(p.name for p in export.iterdir()),
     "tiny_shapes": [list(v.shape) for v in tiny_vectors], "plain_lengths": [len(s.words) for s in plain],
+}
+""",
+    "05_syntax_trees": """
+_summary = {
+    "max_sentences": exp.max_sentences, "out": str(OUT.resolve()),
+    "rows": results[["task", "encoder", "layer", "metric", "value", "ci_low", "ci_high"]].to_dict(orient="list"),
+    "sweep": sweep.to_dict(orient="list"), "dim": stores["train"].dim,
+    "hand_uuas": {k: float(v) for k, v in hand_uuas.items()}, "pick": pick, "words": words,
+    "tree_arcs": [[p.get_gid() for p in ax.patches] for ax in tree_fig.axes],
+    "tree_titles": [ax.get_title() for ax in tree_fig.axes],
 }
 """,
 }
@@ -251,3 +261,50 @@ def _treebank(work: Path, split: str, n: int):
     from probing.corpora import read_conllu
 
     return list(read_conllu(work / "outputs" / "04_your_own_corpus" / "my-treebank" / f"{split}.conllu.gz").head(n))
+
+
+def test_05_syntax_trees(tmp_path, monkeypatch):
+    s, nb, _ = run_notebook("05_syntax_trees", tmp_path, monkeypatch)
+    from probing.corpora import load
+    from probing.probes.structural import position_distances, punctuation_mask, uuas
+
+    rows = s["rows"]
+    table = {(t, e, l, m): (v, lo, hi) for t, e, l, m, v, lo, hi in zip(*rows.values())}
+    distance = {"uuas", "dspr", "control-uuas", "control-dspr", "selectivity"}
+    depth = {"root_acc", "nspr", "control-root_acc", "control-nspr", "selectivity"}
+    for task, metrics in (("distance", distance), ("depth", depth)):
+        for enc, layer in [("elmo", "0"), ("elmo", "1"), ("elmo", "2"), ("random-elmo", "1"), ("glove", "glove")]:
+            assert {m for t, e, l, m in table if (t, e, l) == (task, enc, layer)} == metrics, (task, enc, layer)
+    for (_, _, _, metric), (v, lo, hi) in table.items():
+        assert lo <= v <= hi
+        assert (0.0 if metric in ("uuas", "root_acc") else -1.0) <= v <= 1.0
+    # the tree is in the contextual layers: at quick size too, ELMo layer 1 beats layer 0 by a wide margin
+    # (all of the bundled slice: 59.7 vs 20.7), and layer 1 is above its own random-tree control
+    elmo_uuas = {l: table[("distance", "elmo", l, "uuas")][0] for l in ("0", "1", "2")}
+    assert elmo_uuas["1"] > elmo_uuas["0"] + 0.15
+    assert table[("distance", "elmo", "1", "selectivity")][1] > 0  # the whole interval above zero
+    # the position baseline, recomputed from the CoNLL-U file
+    sents = list(load("demo-ud", "test").head(s["max_sentences"]))
+    expected = uuas(
+        position_distances([len(x.words) for x in sents]),
+        [x.heads for x in sents],
+        [punctuation_mask(x.upos) for x in sents],
+    )
+    assert table[("distance", "baseline", "position", "uuas")][0] == pytest.approx(expected, abs=1e-12)
+    # the sweep's full-rank probe is the experiment's layer-1 probe (same seed, data and defaults); so are the
+    # probes fit by hand for the tree figure
+    sweep = s["sweep"]
+    full = [v for r, m, v in zip(sweep["rank"], sweep["metric"], sweep["value"]) if r == s["dim"] and m == "uuas"]
+    assert full == [pytest.approx(elmo_uuas["1"], abs=1e-12)]
+    assert s["hand_uuas"] == {l: pytest.approx(elmo_uuas[l], abs=1e-12) for l in ("0", "1")}
+    assert sorted(set(sweep["rank"])) == [1, 4, 16, 64, s["dim"]] and set(sweep["metric"]) == {"uuas", "dspr"}
+    # the sentence drawn: gold arcs span its non-punctuation words, as do the predicted trees
+    sentence = sents[s["pick"]]
+    assert s["words"] == sentence.words and 10 <= len(sentence.words) <= 16
+    n_words = int((~punctuation_mask(sentence.upos)).sum())
+    for arcs in s["tree_arcs"]:
+        assert sum(a.startswith("gold:") for a in arcs) == n_words - 1
+        assert sum(a.startswith("pred:") for a in arcs) == n_words - 1
+    assert [t.split(":")[0] for t in s["tree_titles"]] == ["layer 1", "layer 0"]
+    assert (Path(s["out"]) / "figures" / "tree_layers_0_1.png").is_file()
+    assert _images(nb) == 4  # the two metric-per-layer figures, the rank sweep, the tree

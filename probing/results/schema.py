@@ -60,6 +60,8 @@ class Metric:
 
 
 _TAGGING = ("tagging", "supersense")
+_DISTANCE, _DEPTH = ("structural-distance",), ("structural-depth",)
+_STRUCTURAL = _DISTANCE + _DEPTH
 METRICS: dict[str, Metric] = {}
 
 
@@ -76,7 +78,7 @@ for _m in (
     Metric("f1", "F1 (%)", True, (0.0, 1.0), kinds=("wsd-1nn",), headline_for=("wsd-1nn",)),
     Metric("accuracy", "accuracy (%)", True, (0.0, 1.0), kinds=_TAGGING, headline_for=_TAGGING),
     Metric("control-accuracy", "control-task accuracy (%)", True, (0.0, 1.0), kinds=_TAGGING),
-    Metric("selectivity", "selectivity (percentage points)", True, (-1.0, 1.0), kinds=_TAGGING),
+    Metric("selectivity", "selectivity (percentage points)", True, (-1.0, 1.0), kinds=_TAGGING + _STRUCTURAL),
     Metric(
         "best-layer-margin",
         "best single layer minus the next (percentage points)",
@@ -84,6 +86,15 @@ for _m in (
         (-1.0, 1.0),
         kinds=(*_TAGGING, "wsd-1nn"),
     ),
+    # structural probes (Hewitt & Manning 2019): UUAS and Root% are fractions, DSpr./NSpr. Spearman correlations
+    Metric("uuas", "UUAS (%)", True, (0.0, 1.0), kinds=_DISTANCE, headline_for=_DISTANCE),
+    Metric("dspr", "DSpr. (Spearman)", False, (-1.0, 1.0), kinds=_DISTANCE),
+    Metric("root_acc", "Root (%)", True, (0.0, 1.0), kinds=_DEPTH, headline_for=_DEPTH),
+    Metric("nspr", "NSpr. (Spearman)", False, (-1.0, 1.0), kinds=_DEPTH),
+    Metric("control-uuas", "control-task UUAS (%)", True, (0.0, 1.0), kinds=_DISTANCE),
+    Metric("control-dspr", "control-task DSpr. (Spearman)", False, (-1.0, 1.0), kinds=_DISTANCE),
+    Metric("control-root_acc", "control-task Root (%)", True, (0.0, 1.0), kinds=_DEPTH),
+    Metric("control-nspr", "control-task NSpr. (Spearman)", False, (-1.0, 1.0), kinds=_DEPTH),
     Metric("oov-rate", "out-of-vocabulary tokens (%)", True, (0.0, 1.0), higher_is_better=False, kinds=_TAGGING),
 ):
     register_metric(_m)

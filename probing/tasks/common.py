@@ -280,3 +280,15 @@ def layer_rows(store: StoreLike, layer: str, rows: np.ndarray) -> np.ndarray:
     if len(rows) == len(store) and (len(rows) == 0 or (rows[0] == 0 and np.all(np.diff(rows) == 1))):
         return store.layer(layer)
     return store.layer(layer, rows=rows)
+
+
+def check_layers(task: str, encoder: str, parts: Sequence[Part]) -> list[str]:
+    """The layer names shared by all ``parts`` (one encoder's stores); TaskError if they differ."""
+    names = list(parts[0].store.layer_names)
+    for p in parts[1:]:
+        if list(p.store.layer_names) != names:
+            raise TaskError(
+                f"task {task!r}, encoder {encoder!r}: {p.dataset}/{p.split} has layers "
+                f"{list(p.store.layer_names)}, {parts[0].dataset}/{parts[0].split} has {names}"
+            )
+    return names

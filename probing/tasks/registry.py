@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from probing.errors import InputError
 from probing.tasks.common import TaskKind
+from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
 from probing.tasks.tagging import SUPERSENSE, TAGGING
 from probing.tasks.wsd import WSD_1NN
 
-TASK_KINDS: dict[str, TaskKind] = {kind.name: kind for kind in (TAGGING, SUPERSENSE, WSD_1NN)}
+TASK_KINDS: dict[str, TaskKind] = {
+    kind.name: kind for kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH)
+}
 
 
 def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:

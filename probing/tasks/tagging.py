@@ -32,6 +32,7 @@ from probing.tasks.common import (
     TaskError,
     TaskKind,
     TaskOutput,
+    check_layers,
     fraction_row,
     holdout_dev,
     layer_rows,
@@ -123,17 +124,6 @@ def train_dev(train: Part, dev: Part | None, labels: LabelFn, task: str) -> tupl
     return tr.take(tr_rows), tr.take(dv_rows)
 
 
-def _check_layers(task: str, encoder: str, parts: Sequence[Part]) -> list[str]:
-    names = list(parts[0].store.layer_names)
-    for p in parts[1:]:
-        if list(p.store.layer_names) != names:
-            raise TaskError(
-                f"task {task!r}, encoder {encoder!r}: {p.dataset}/{p.split} has layers "
-                f"{list(p.store.layer_names)}, {parts[0].dataset}/{parts[0].split} has {names}"
-            )
-    return names
-
-
 def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
     """A linear probe with C chosen on dev accuracy (:func:`~probing.probes.linear.select_l2`, ties to the
     smaller C), and notes on the choice."""
@@ -216,7 +206,7 @@ def tagging_probes(
     tests = list(tests)
     if not tests:
         raise TaskError(f"task {task!r}: no test data")
-    layer_names = _check_layers(task, encoder, [train] + ([dev] if dev else []) + tests)
+    layer_names = check_layers(task, encoder, [train] + ([dev] if dev else []) + tests)
     tr, dv = train_dev(train, dev, labels, task)
     if len(np.unique(tr.y)) < 2:
         raise TaskError(
