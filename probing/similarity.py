@@ -76,6 +76,7 @@ class _Centred:
         self.x = x
         self._gram: np.ndarray | None = None
         self._eig: tuple[np.ndarray, np.ndarray] | None = None
+        self._rows: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -86,6 +87,13 @@ class _Centred:
         if self._gram is None:
             self._gram = self.x.T @ self.x
         return self._gram
+
+    @property
+    def row_norms(self) -> np.ndarray:
+        """(n,) squared norms of the centred rows."""
+        if self._rows is None:
+            self._rows = np.einsum("ij,ij->i", self.x, self.x)
+        return self._rows
 
     @property
     def eig(self) -> tuple[np.ndarray, np.ndarray]:
@@ -128,16 +136,16 @@ def _debiased_dot(xty: float, rows_x: np.ndarray, rows_y: np.ndarray, n: int) ->
     return xty - n / (n - 2.0) * float(rows_x @ rows_y) + sx * sy / ((n - 1.0) * (n - 2.0))
 
 
-def _linear_cka(cx: _Centred, cy: _Centred, debiased: bool) -> float:
+def _linear_cka(cx: _Centred, cy: _Centred, debiased: bool, cross: np.ndarray | None = None) -> float:
+    """``cross``: ``cx.x.T @ cy.x`` when the caller has it already."""
     n = cx.n
-    if cx.x.shape[1] + cy.x.shape[1] > 2 * n:  # few tokens: the n x n Gram form is cheaper
+    if cross is None and cx.x.shape[1] + cy.x.shape[1] > 2 * n:  # few tokens: the n x n Gram form is cheaper
         return _gram_cka(cx.x @ cx.x.T, cy.x @ cy.x.T, debiased)
-    xty = float(np.sum((cx.x.T @ cy.x) ** 2))
+    xty = float(np.sum((cx.x.T @ cy.x if cross is None else cross) ** 2))
     xtx = float(np.sum(cx.gram**2))
     yty = float(np.sum(cy.gram**2))
     if debiased:
-        rx = np.einsum("ij,ij->i", cx.x, cx.x)
-        ry = np.einsum("ij,ij->i", cy.x, cy.x)
+        rx, ry = cx.row_norms, cy.row_norms
         xty = _debiased_dot(xty, rx, ry, n)
         xtx = _debiased_dot(xtx, rx, rx, n)
         yty = _debiased_dot(yty, ry, ry, n)
@@ -172,7 +180,7 @@ def _centre_gram(K: np.ndarray, unbiased: bool) -> np.ndarray:
 
 def _gram_cka(K: np.ndarray, L: np.ndarray, debiased: bool) -> float:
     Kc, Lc = _centre_gram(K, debiased), _centre_gram(L, debiased)
-    return _ratio(float(np.sum(Kc * Lc)), float(np.sum(Kc * Kc)), float(np.sum(Lc * Lc)))
+    return _ratio(float(np.vdot(Kc, Lc)), float(np.vdot(Kc, Kc)), float(np.vdot(Lc, Lc)))
 
 
 def _rbf_gram(x: np.ndarray, threshold: float) -> np.ndarray:
@@ -232,11 +240,11 @@ def _whitener(c: _Centred, keep: float | None = None) -> np.ndarray:
     return v / np.sqrt(w)
 
 
-def _canonical(cx: _Centred, cy: _Centred, keep: float | None = None):
+def _canonical(cx: _Centred, cy: _Centred, keep: float | None = None, cross: np.ndarray | None = None):
     """Canonical correlations rho (descending, length min(r_x, r_y)) and X's canonical directions
-    (d_x, len(rho)), from the whitened cross-covariance ``Wx^T Xc^T Yc Wy``."""
+    (d_x, len(rho)), from the whitened cross-covariance ``Wx^T Xc^T Yc Wy`` (``cross`` = Xc^T Yc if known)."""
     wx, wy = _whitener(cx, keep), _whitener(cy, keep)
-    m = wx.T @ (cx.x.T @ cy.x) @ wy
+    m = wx.T @ (cx.x.T @ cy.x if cross is None else cross) @ wy
     u, rho, _ = np.linalg.svd(m, full_matrices=False)
     return np.clip(rho, 0.0, 1.0), wx @ u
 
@@ -271,8 +279,11 @@ def pwcca(X: Any, Y: Any) -> float:
     """Projection-weighted CCA: canonical correlations weighted by how much of X each canonical
     variate of X accounts for, ``alpha_i = sum_j |<h_i, x_j>|`` (h_i unit-norm, x_j X's centred
     columns). Weighted by the first argument, so not symmetric."""
-    cx, cy = _pair(X, Y)
-    rho, a = _canonical(cx, cy)
+    return _pwcca(*_pair(X, Y))
+
+
+def _pwcca(cx: _Centred, cy: _Centred, cross: np.ndarray | None = None) -> float:
+    rho, a = _canonical(cx, cy, cross=cross)
     alpha = np.abs(cx.gram @ a).sum(axis=0)  # <X a_i, x_j> = (X^T X a_i)_j, and ||X a_i|| = 1
     return float(alpha @ rho / alpha.sum())
 
@@ -280,13 +291,16 @@ def pwcca(X: Any, Y: Any) -> float:
 # ----------------------------------------------------------------------------- many layers
 
 
-_MEASURE_FUNCS = {
-    "linear_cka": lambda x, y: cka(x, y),
-    "debiased_cka": lambda x, y: cka(x, y, debiased=True),
-    "cca": cca,
-    "svcca": svcca,
-    "pwcca": pwcca,
-}
+def _measure(m: str, cx: _Centred, cy: _Centred, cross: np.ndarray) -> float:
+    """Measure ``m`` of a pair with its cross-product ``cross = cx.x.T @ cy.x`` computed once."""
+    if m in ("linear_cka", "debiased_cka"):
+        return _linear_cka(cx, cy, m == "debiased_cka", cross)
+    if m == "pwcca":
+        return _pwcca(cx, cy, cross)
+    rho, _ = _canonical(cx, cy, 0.99 if m == "svcca" else None, cross)
+    return float(np.mean(rho)) if m == "svcca" else float(np.sum(rho**2) / len(rho))
+
+
 _SYMMETRIC = {"linear_cka", "debiased_cka", "rbf_cka", "cca", "svcca"}
 
 
@@ -380,19 +394,27 @@ def layer_similarity(
     from tqdm.auto import tqdm
 
     out = []
-    pairs = [(i, j) for i in range(len(keys)) for j in range(len(keys))]
+    linear = [m for m in measures if m != "rbf_cka"]
+    pairs = [(i, j) for i in range(len(keys)) for j in range(i, len(keys))]
+    kernels: dict[int, np.ndarray] = {}
     for i, j in tqdm(pairs, desc="layer similarity", disable=not progress):
         a, b = keys[i], keys[j]
+        ca, cb = data[a], data[b]
+        cross = ca.x.T @ cb.x if linear else np.empty((0, 0))
         for m in measures:
-            if m in _SYMMETRIC and j < i:
-                continue
             if m == "rbf_cka":
-                value = cka(data[a], data[b], kernel="rbf", threshold=rbf_threshold)
+                if i not in kernels:  # only row i's kernel is kept: memory stays at about three n x n arrays
+                    kernels = {i: _centre_gram(_rbf_gram(ca.x, rbf_threshold), False)}
+                Ka = kernels[i]
+                Kb = Ka if j == i else _centre_gram(_rbf_gram(cb.x, rbf_threshold), False)
+                values = [_ratio(float(np.vdot(Ka, Kb)), float(np.vdot(Ka, Ka)), float(np.vdot(Kb, Kb)))] * 2
+            elif m in _SYMMETRIC:
+                values = [_measure(m, ca, cb, cross)] * 2
             else:
-                value = _MEASURE_FUNCS[m](data[a], data[b])
-            out.append((a[0], a[1], b[0], b[1], m, value, n))
-            if m in _SYMMETRIC and j > i:
-                out.append((b[0], b[1], a[0], a[1], m, value, n))
+                values = [_measure(m, ca, cb, cross), _measure(m, cb, ca, cross.T)]
+            out.append((a[0], a[1], b[0], b[1], m, values[0], n))
+            if j > i:
+                out.append((b[0], b[1], a[0], a[1], m, values[1], n))
     frame = pd.DataFrame(out, columns=SIMILARITY_COLUMNS)
     order = {key: i for i, key in enumerate(keys)}
     frame["_a"] = [order[(e, k)] for e, k in zip(frame.encoder_a, frame.layer_a)]

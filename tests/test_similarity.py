@@ -194,12 +194,12 @@ def test_layer_similarity_table_on_arrays():
     Z = np.random.default_rng(9).standard_normal((1000, 3))
     frame = layer_similarity(
         {"elmo": {"0": X, "1": Y}, "glove": Z},
-        measures=("linear_cka", "pwcca"),
+        measures=("linear_cka", "pwcca", "rbf_cka"),
         max_tokens=300,
         seed=3,
     )
     assert list(frame.columns) == SIMILARITY_COLUMNS
-    assert len(frame) == 2 * 9  # 3 layers -> 9 ordered pairs, per measure
+    assert len(frame) == 3 * 9  # 3 layers -> 9 ordered pairs, per measure
     assert (frame.n_tokens == 300).all()
     rows = np.sort(np.random.default_rng(3).choice(1000, size=300, replace=False))
 
@@ -219,6 +219,10 @@ def test_layer_similarity_table_on_arrays():
     assert value("linear_cka", "elmo", "1", "elmo", "1") == pytest.approx(1.0)
     assert value("pwcca", "elmo", "0", "elmo", "1") == pytest.approx(pwcca(X[rows], Y[rows]), rel=1e-12)
     assert value("pwcca", "elmo", "1", "elmo", "0") == pytest.approx(pwcca(Y[rows], X[rows]), rel=1e-12)
+    rbf = cka(Y[rows], Z[rows], kernel="rbf")
+    assert (
+        value("rbf_cka", "elmo", "1", "glove", "0") == value("rbf_cka", "glove", "0", "elmo", "1") == pytest.approx(rbf)
+    )
 
 
 def test_layer_similarity_reads_stores_and_checks_tokens(tmp_path):
