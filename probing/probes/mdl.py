@@ -138,7 +138,7 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
         width: int = 256,
         *,
         learning_rate: float = 1e-3,
-        batch_size: int = 512,
+        batch_size: int = 128,
         max_epochs: int = 40,
         patience: int = 5,
         tol: float = 1e-3,
@@ -262,7 +262,7 @@ def _full_proba(est: Any, X, K: int) -> np.ndarray:
     return out
 
 
-def _dev_xent(est: Any, X, y_idx: np.ndarray, K: int, smoothing: float) -> float:
+def _dev_xent(est: Any, X, y_idx: Any, K: int, smoothing: float) -> float:
     p = (1 - smoothing) * _full_proba(est, X, K) + smoothing / K
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(p[np.arange(len(y_idx)), y_idx])))
@@ -270,11 +270,11 @@ def _dev_xent(est: Any, X, y_idx: np.ndarray, K: int, smoothing: float) -> float
 
 def online_codelength(
     X: Any,
-    y: Sequence,
-    groups: Sequence,
+    y: Sequence | np.ndarray,
+    groups: Sequence | np.ndarray,
     *,
     X_dev: Any = None,
-    y_dev: Sequence | None = None,
+    y_dev: Sequence | np.ndarray | None = None,
     probe: Any = "linear",
     fractions: Sequence[float] = FRACTIONS,
     seed: int = 0,
@@ -301,13 +301,12 @@ def online_codelength(
     seen yet costs ~log2(K / s) bits instead of infinity. reference_units: total = first block in bits +
     later blocks in nats, kbits = bits / 1024 (see the module docstring).
     """
-    y = np.asarray(y)
-    groups = np.asarray(groups)
-    n = len(y)
-    if getattr(X, "ndim", None) != 2 or X.shape[0] != n or groups.shape != (n,):
+    y_arr, g_arr = np.asarray(y), np.asarray(groups)
+    n = len(y_arr)
+    if getattr(X, "ndim", None) != 2 or X.shape[0] != n or g_arr.shape != (n,):
         raise ValueError(
             f"online_codelength: X must be (n, d) with y and groups of length n; got X {getattr(X, 'shape', None)}, "
-            f"y ({n},), groups {groups.shape}"
+            f"y ({n},), groups {g_arr.shape}"
         )
     if n == 0:
         raise ValueError("online_codelength: no tokens")
@@ -318,7 +317,7 @@ def online_codelength(
         raise ValueError(f"online_codelength: smoothing must be in [0, 1), got {smoothing!r}")
     if (X_dev is None) != (y_dev is None):
         raise ValueError("online_codelength: pass both X_dev and y_dev, or neither")
-    classes, y_idx = np.unique(y, return_inverse=True)
+    classes, y_idx = np.unique(y_arr, return_inverse=True)
     K = len(classes) if n_classes is None else int(n_classes)
     if K < max(len(classes), 2):
         raise ValueError(f"online_codelength: n_classes={n_classes} but y has {len(classes)} distinct labels")
@@ -329,7 +328,7 @@ def online_codelength(
         keep = dev_idx >= 0  # dev labels absent from training cannot be scored against the training classes
         X_dev, dev_idx = (X_dev if keep.all() else np.asarray(X_dev)[keep]), dev_idx[keep]
 
-    sentence_ids, sentence_of = np.unique(groups, return_inverse=True)
+    sentence_ids, sentence_of = np.unique(g_arr, return_inverse=True)
     n_sent = len(sentence_ids)
     rng = np.random.default_rng(seed)
     position = np.empty(n_sent, dtype=np.int64)
@@ -370,15 +369,17 @@ def online_codelength(
                 is_dev = np.isin(sentence_of[train], held)
                 Xd, yd = X[train[is_dev]], y_idx[train[is_dev]]
                 train = train[~is_dev]
-        if len(np.unique(y_idx[train])) < 2:  # a probe needs two classes: code with the training prior
-            p_train = np.bincount(y_idx[train], minlength=K) / len(train)
+        if len(np.unique(y_idx[train])) < 2:  # a probe needs two classes: add-one estimate of the prior
+            p_train = (np.bincount(y_idx[train], minlength=K) + 1.0) / (len(train) + K)
             p = np.broadcast_to(p_train, (len(coded), K))
             chosen_C.append(None)
         else:
             candidates = list(Cs) if (Cs and probe == "linear" and Xd is not None) else [C]
             best = None
             for c in candidates:
-                est = _fit(_make_probe(probe, c, hidden_layers, width, max_iter, seed + k), X[train], y_idx[train], Xd, yd)
+                est = _fit(
+                    _make_probe(probe, c, hidden_layers, width, max_iter, seed + k), X[train], y_idx[train], Xd, yd
+                )
                 score = _dev_xent(est, Xd, yd, K, smoothing) if len(candidates) > 1 else 0.0
                 if best is None or score < best[0]:
                     best = (score, c, est)
@@ -415,9 +416,9 @@ def online_codelength(
 
 def control_codelength(
     X: Any,
-    y: Sequence,
+    y: Sequence | np.ndarray,
     words: Sequence[str],
-    groups: Sequence,
+    groups: Sequence | np.ndarray,
     *,
     control_seed: int = 0,
     X_dev: Any = None,
@@ -429,7 +430,7 @@ def control_codelength(
     uniform codelengths are equal). Dev labels are the control labels of ``words_dev``."""
     if (X_dev is None) != (words_dev is None):
         raise ValueError("control_codelength: pass both X_dev and words_dev, or neither")
-    task = ControlTask(seed=control_seed).fit(list(words), y)
+    task = ControlTask(seed=control_seed).fit(list(words), np.asarray(y).tolist())
     y_ctrl = task.transform(list(words))
     if "n_classes" not in kwargs:
         kwargs["n_classes"] = len(np.unique(np.asarray(y)))
