@@ -178,3 +178,30 @@ def test_errors():
         online_codelength(X, y, groups, fractions=(0.2, 1.0), smoothing=0.0)
     with pytest.raises(ValueError, match="n_classes=2 but y has 3"):
         online_codelength(X, y, groups, fractions=(0.2, 1.0), n_classes=2)
+
+
+SEEN: list[tuple[int, int]] = []
+
+
+class Recorder(LaplaceProbe):
+    """LaplaceProbe that records (training rows, dev rows) of every fit; dev only if ``takes_dev``."""
+
+    def fit(self, X, y):
+        SEEN.append((len(y), 0))
+        return super().fit(X, y)
+
+
+class DevRecorder(LaplaceProbe):
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        SEEN.append((len(y), 0 if y_dev is None else len(y_dev)))
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("probe, expected", [(Recorder(3), [(10, 0), (50, 0)]), (DevRecorder(3), [(5, 5), (25, 25)])])
+def test_dev_is_carved_only_for_probes_that_use_it(probe, expected):
+    """100 one-token sentences, blocks after 10 and 50: a probe whose fit takes no dev data trains on all
+    earlier tokens; one that does gets dev_fraction = 0.5 of the earlier sentences held out as dev."""
+    SEEN.clear()
+    y = np.arange(100) % 3
+    online_codelength(np.zeros((100, 1)), y, np.arange(100), probe=probe, fractions=(0.1, 0.5, 1.0), dev_fraction=0.5)
+    assert SEEN == expected

@@ -161,7 +161,7 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
         return torch.nn.Sequential(*layers)
 
     def _tensor(self, X) -> torch.Tensor:
-        x = torch.from_numpy(np.asarray(X, dtype=np.float32))
+        x = X if isinstance(X, torch.Tensor) else torch.from_numpy(np.asarray(X, dtype=np.float32))
         return (x - self.mean_) / self.scale_
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> MLPProbe:
@@ -173,17 +173,22 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
         if X.ndim != 2 or X.shape[0] != len(y):
             raise ValueError(f"MLPProbe: X must be (n, d) with one row per label; got {X.shape} for {len(y)} labels")
         self.classes_, y_idx = np.unique(np.asarray(y), return_inverse=True)
-        x64 = np.asarray(X, dtype=np.float64)
-        self.mean_ = torch.from_numpy(x64.mean(0)).float()
-        std = x64.std(0)
-        self.scale_ = torch.from_numpy(np.where(std > 0, std, 1.0)).float()
+        x32 = torch.from_numpy(np.asarray(X, dtype=np.float32))
+        total, sq = torch.zeros(X.shape[1], dtype=torch.float64), torch.zeros(X.shape[1], dtype=torch.float64)
+        for chunk in x32.split(65536):
+            total += chunk.double().sum(0)
+        mean = total / len(x32)
+        for chunk in x32.split(65536):
+            sq += ((chunk.double() - mean) ** 2).sum(0)
+        std = (sq / len(x32)).sqrt()
+        self.mean_, self.scale_ = mean.float(), torch.where(std > 0, std, 1.0).float()
         gen = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**62)))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
             net = self._net(X.shape[1], len(self.classes_))
         opt = torch.optim.Adam(net.parameters(), lr=self.learning_rate)
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=0)
-        x, t = self._tensor(X), torch.from_numpy(y_idx.astype(np.int64))
+        x, t = self._tensor(x32), torch.from_numpy(y_idx.astype(np.int64))
         dev = None
         if X_dev is not None and len(X_dev):
             lookup = {c: i for i, c in enumerate(self.classes_.tolist())}
@@ -293,7 +298,8 @@ def online_codelength(
 
     groups: (n,) sentence id of each token (tokens of a sentence stay together; any hashable ids).
     X_dev, y_dev: the task's dev split, for early stopping (the reference's choice); without them a
-    seeded ``dev_fraction`` of the already-sent sentences is held out of each block's training set.
+    seeded ``dev_fraction`` of the already-sent sentences is held out of each block's training set, when
+    the probe uses dev data (``"mlp"``, ``"linear"`` with ``Cs``, an estimator whose ``fit`` takes ``X_dev``).
     probe: ``"linear"`` (LinearProbe(C), or the C in ``Cs`` with the lowest dev cross-entropy),
     ``"mlp"`` (MLPProbe(hidden_layers, width)) or an estimator to clone per block.
     n_classes: K of the uniform code (default: the distinct labels in ``y``; pass the task's tag-set
@@ -343,6 +349,10 @@ def online_codelength(
     block_of_sentence = np.searchsorted(bounds, position, side="right")
     block_of_token = block_of_sentence[sentence_of]
 
+    if isinstance(probe, str):
+        uses_dev = probe == "mlp" or bool(Cs)
+    else:
+        uses_dev = "X_dev" in inspect.signature(probe.fit).parameters
     nb = len(fr)
     sizes = np.bincount(block_of_token, minlength=nb)
     sents = np.diff(np.concatenate([[0], bounds]))
@@ -361,7 +371,7 @@ def online_codelength(
             continue
         train = np.flatnonzero(block_of_token < k)
         Xd, yd = X_dev, dev_idx
-        if X_dev is None:
+        if X_dev is None and uses_dev:
             sent_before = np.flatnonzero(block_of_sentence < k)
             n_dev = int(round(dev_fraction * len(sent_before)))
             if n_dev >= 1 and n_dev < len(sent_before):
