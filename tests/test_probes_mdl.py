@@ -184,7 +184,7 @@ SEEN: list[tuple[int, int]] = []
 
 
 class Recorder(LaplaceProbe):
-    """LaplaceProbe that records (training rows, dev rows) of every fit; dev only if ``takes_dev``."""
+    """LaplaceProbe that records (training rows, 0) of every fit; its fit takes no dev data."""
 
     def fit(self, X, y):
         SEEN.append((len(y), 0))
@@ -192,6 +192,8 @@ class Recorder(LaplaceProbe):
 
 
 class DevRecorder(LaplaceProbe):
+    """Records (training rows, dev rows) of every fit; its fit takes dev data."""
+
     def fit(self, X, y, X_dev=None, y_dev=None):
         SEEN.append((len(y), 0 if y_dev is None else len(y_dev)))
         return super().fit(X, y)
