@@ -13,14 +13,15 @@ All measures compare two sets of activations of the *same* tokens, ``X`` (n, d_x
   r the rank of each centred matrix (its number of features when full rank, which is Kornblith et
   al.'s definition; their demo applies it to uncentred features, reproduced by ``center=False``).
 * :func:`svcca`: SVCCA (Raghu et al. 2017): keep the top principal directions of each side that explain
-  ``keep`` of its variance (eigenvalues of the covariance, i.e. squared singular values), then the
-  mean canonical correlation (not squared) between the two reduced sets.
+  ``keep`` of its variance (eigenvalues of the covariance, i.e. squared singular values; the 99 % rule
+  of Kornblith et al. 2019, where google/svcca's tutorials keep a fixed count), then the mean canonical
+  correlation (not squared) between the two reduced sets.
 * :func:`pwcca`: projection-weighted CCA (Morcos et al. 2018): the weighted mean of the canonical
   correlations, canonical pair i weighted by ``alpha_i = sum_j |<h_i, x_j>|`` where h_i is X's i-th
   canonical variate (unit norm) and x_j the j-th centred column of **X** (the first argument), so
   ``pwcca(X, Y) != pwcca(Y, X)`` in general. google/svcca's ``compute_pwcca`` weights whichever side has
-  fewer neurons (X on ties) and projects uncentred activations; with centred, equal-width inputs the two
-  agree.
+  fewer neurons (X on ties) and projects uncentred activations; for centred inputs of equal width, with
+  no neuron dropped and ``epsilon=0``, the two weightings are the same.
 
 Every CCA-type measure works from the centred covariances, so only d x d matrices are factorised;
 directions with eigenvalue below ``1e-10`` of the largest are treated as null (rank-deficient inputs, such
