@@ -18,7 +18,6 @@ Needs PROBING_DATA (ud/en_ewt) and extracts/uses the stores in the probing cache
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import torch
+from threadpoolctl import threadpool_limits
 
 from probing.corpora.registry import load
 from probing.encoders import get_encoder
@@ -176,16 +176,16 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore", UserWarning)
-    if args.part in ("all", "cka"):
-        if args.part == "all":  # a fresh process, so that its peak RSS is the similarity computation's alone
-            subprocess.run([sys.executable, __file__, "--part", "cka", "--threads", str(args.threads)], check=True)
-        else:
-            part_cka(args)
-    if args.part in ("all", "mdl"):
-        print(flush=True)
-        part_mdl(args)
+    with threadpool_limits(limits=args.threads):
+        if args.part in ("all", "cka"):
+            if args.part == "all":  # a fresh process, so that its peak RSS is the similarity computation's alone
+                subprocess.run([sys.executable, __file__, "--part", "cka", "--threads", str(args.threads)], check=True)
+            else:
+                part_cka(args)
+        if args.part in ("all", "mdl"):
+            print(flush=True)
+            part_mdl(args)
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     main()
