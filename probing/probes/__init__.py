@@ -21,6 +21,10 @@ _EXPORTS = {
     "MostFrequentTagBaseline": "baselines",
     "bootstrap_ci": "stats",
     "mean_and_ci_over_seeds": "stats",
+    "online_codelength": "mdl",
+    "control_codelength": "mdl",
+    "OnlineCode": "mdl",
+    "MLPProbe": "mdl",
 }
 
 __all__ = sorted(_EXPORTS)
