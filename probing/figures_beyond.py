@@ -20,6 +20,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from probing.errors import InputError
+
 __all__ = ["similarity_heatmap", "codelength_by_layer", "compression_by_layer", "similarity_matrix"]
 
 _TASK_COLOR, _CONTROL_COLOR = "#0072B2", "#E69F00"  # Okabe-Ito blue and orange
@@ -37,10 +39,10 @@ def similarity_matrix(frame: pd.DataFrame, measure: str) -> tuple[pd.DataFrame, 
     ``a``, columns = ``b``; NaN where a pair is missing), and the encoder of each key."""
     missing = {"encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value"} - set(frame.columns)
     if missing:
-        raise ValueError(f"similarity frame lacks columns {sorted(missing)}")
+        raise InputError(f"similarity frame lacks columns {sorted(missing)}")
     f = frame[frame.measure == measure]
     if f.empty:
-        raise ValueError(f"no rows for measure {measure!r}; measures present: {sorted(frame.measure.unique())}")
+        raise InputError(f"no rows for measure {measure!r}; measures present: {sorted(frame.measure.unique())}")
     a = f.encoder_a.astype(str) + ":" + f.layer_a.astype(str)
     b = f.encoder_b.astype(str) + ":" + f.layer_b.astype(str)
     keys = list(dict.fromkeys(list(a) + list(b)))
@@ -79,7 +81,7 @@ def _per_layer(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Mean, low and high of ``metric`` per ``encoder:layer`` key (order of appearance)."""
     missing = {"encoder", "layer", "metric", "value"} - set(results.columns)
     if missing:
-        raise ValueError(f"results frame lacks columns {sorted(missing)}")
+        raise InputError(f"results frame lacks columns {sorted(missing)}")
     f = results[results.metric == metric].copy()
     f["key"] = f.encoder.astype(str) + ":" + f.layer.astype(str)
     rows = []
@@ -114,7 +116,7 @@ def codelength_by_layer(
     lower is better, and a large gap to the control means the labels are easy to extract."""
     task = _per_layer(results, metric)
     if task.empty:
-        raise ValueError(f"no rows with metric {metric!r}")
+        raise InputError(f"no rows with metric {metric!r}")
     control = _per_layer(results, control_metric).set_index("key").reindex(task.key).reset_index()
     fig, ax = _new_ax(ax, (1.5 + 0.8 * len(task), 3.5))
     x = np.arange(len(task))
@@ -134,7 +136,7 @@ def compression_by_layer(results: pd.DataFrame, *, metric: str = "compression", 
     """Compression (uniform / online codelength) per layer: 1 = nothing learnt, higher is better."""
     table = _per_layer(results, metric)
     if table.empty:
-        raise ValueError(f"no rows with metric {metric!r}")
+        raise InputError(f"no rows with metric {metric!r}")
     fig, ax = _new_ax(ax, (1.5 + 0.6 * len(table), 3.5))
     x = np.arange(len(table))
     _bars(ax, x, table, 0.6, _TASK_COLOR, "compression")

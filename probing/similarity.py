@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probing.errors import InputError
+
 __all__ = [
     "MEASURES",
     "SIMILARITY_COLUMNS",
@@ -71,7 +73,7 @@ class _Centred:
             x[start : start + _CHUNK] = X[start : start + _CHUNK]
         if not np.isfinite(x).all():
             row, col = np.argwhere(~np.isfinite(x))[0]
-            raise ValueError(f"{name} contains NaN or infinity (row {row}, column {col})")
+            raise InputError(f"{name} contains NaN or infinity (row {row}, column {col})")
         if center:
             x -= x.mean(axis=0)
         self.x = x
@@ -111,9 +113,9 @@ def _as_2d(X: Any, name: str) -> np.ndarray:
         return X.x
     X = np.asarray(X) if not isinstance(X, np.ndarray) else X
     if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_tokens, dim), got shape {X.shape}")
+        raise InputError(f"{name} must be a 2-D array (n_tokens, dim), got shape {X.shape}")
     if X.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
+        raise InputError(f"{name} must be numeric, got dtype {X.dtype}")
     return X
 
 
@@ -121,9 +123,9 @@ def _pair(X: Any, Y: Any, min_n: int = 2) -> tuple[_Centred, _Centred]:
     cx = X if isinstance(X, _Centred) else _Centred(X, "X")
     cy = Y if isinstance(Y, _Centred) else _Centred(Y, "Y")
     if cx.n != cy.n:
-        raise ValueError(f"X and Y must hold the same tokens: X has {cx.n} rows, Y has {cy.n}")
+        raise InputError(f"X and Y must hold the same tokens: X has {cx.n} rows, Y has {cy.n}")
     if cx.n < min_n:
-        raise ValueError(f"need at least {min_n} tokens, got {cx.n}")
+        raise InputError(f"need at least {min_n} tokens, got {cx.n}")
     return cx, cy
 
 
@@ -155,7 +157,7 @@ def _linear_cka(cx: _Centred, cy: _Centred, debiased: bool, cross: np.ndarray | 
 
 def _ratio(xy: float, xx: float, yy: float) -> float:
     if xx <= 0 or yy <= 0:
-        raise ValueError("CKA is undefined: one input has zero variance (all its rows are equal)")
+        raise InputError("CKA is undefined: one input has zero variance (all its rows are equal)")
     return xy / np.sqrt(xx * yy)
 
 
@@ -190,7 +192,7 @@ def _rbf_gram(x: np.ndarray, threshold: float) -> np.ndarray:
     np.maximum(d2, 0.0, out=d2)
     median = float(np.median(d2))
     if median <= 0:
-        raise ValueError("RBF CKA: the median squared distance between tokens is 0 (mostly identical rows)")
+        raise InputError("RBF CKA: the median squared distance between tokens is 0 (mostly identical rows)")
     d2 *= -1.0 / (2.0 * threshold**2 * median)
     return np.exp(d2, out=d2)
 
@@ -211,15 +213,15 @@ def cka(
     distance and holds n x n matrices, so it refuses more than ``max_rbf_tokens`` rows.
     """
     if kernel not in ("linear", "rbf"):
-        raise ValueError(f"cka: kernel must be 'linear' or 'rbf', got {kernel!r}")
+        raise InputError(f"cka: kernel must be 'linear' or 'rbf', got {kernel!r}")
     cx, cy = _pair(X, Y, min_n=4 if debiased else 2)
     if kernel == "linear":
         return _linear_cka(cx, cy, debiased)
     if not threshold > 0:
-        raise ValueError(f"cka: threshold must be positive, got {threshold!r}")
+        raise InputError(f"cka: threshold must be positive, got {threshold!r}")
     if cx.n > max_rbf_tokens:
         gib = 3 * cx.n**2 * 8 / 2**30
-        raise ValueError(
+        raise InputError(
             f"cka(kernel='rbf') builds n x n kernel matrices: {cx.n} tokens would need about {gib:.1f} GiB; "
             f"subsample to at most max_rbf_tokens={max_rbf_tokens} rows (or raise max_rbf_tokens)"
         )
@@ -234,7 +236,7 @@ def _whitener(c: _Centred, keep: float | None = None) -> np.ndarray:
     principal directions explaining that fraction of the variance)."""
     w, v = c.eig
     if not len(w):
-        raise ValueError("CCA is undefined: one input has zero variance (all its rows are equal)")
+        raise InputError("CCA is undefined: one input has zero variance (all its rows are equal)")
     if keep is not None:
         k = int(np.searchsorted(np.cumsum(w) / w.sum(), keep - 1e-12) + 1)
         w, v = w[:k], v[:, :k]
@@ -270,7 +272,7 @@ def svcca(X: Any, Y: Any, keep: float = 0.99) -> float:
     """SVCCA: mean canonical correlation between the principal subspaces of X and Y that explain
     ``keep`` (default 99 %) of each one's variance."""
     if not 0 < keep <= 1:
-        raise ValueError(f"svcca: keep must be in (0, 1], got {keep!r}")
+        raise InputError(f"svcca: keep must be in (0, 1], got {keep!r}")
     cx, cy = _pair(X, Y)
     rho, _ = _canonical(cx, cy, keep)
     return float(np.mean(rho))
@@ -315,13 +317,13 @@ def _layers_of(name: str, source: Any) -> tuple[dict[str, Any], int, Any]:
     else:
         layers = {"0": source}
     if not layers:
-        raise ValueError(f"encoder {name!r}: no layers")
+        raise InputError(f"encoder {name!r}: no layers")
     ns = {}
     for k, v in layers.items():
         a = _as_2d(v, f"encoder {name!r} layer {k!r}")
         ns[k] = a.shape[0]
     if len(set(ns.values())) != 1:
-        raise ValueError(f"encoder {name!r}: layers have different numbers of rows {ns}")
+        raise InputError(f"encoder {name!r}: layers have different numbers of rows {ns}")
     return {k: (lambda v=v: v) for k, v in layers.items()}, next(iter(ns.values())), None
 
 
@@ -348,11 +350,11 @@ def layer_similarity(
     """
     unknown = [m for m in measures if m not in MEASURES]
     if unknown or not measures:
-        raise ValueError(f"layer_similarity: unknown measures {unknown}; choose from {MEASURES}")
+        raise InputError(f"layer_similarity: unknown measures {unknown}; choose from {MEASURES}")
     if not encoders:
-        raise ValueError("layer_similarity: no encoders given")
+        raise InputError("layer_similarity: no encoders given")
     if max_tokens is not None and (not isinstance(max_tokens, (int, np.integer)) or max_tokens < 4):
-        raise ValueError(f"layer_similarity: max_tokens must be an int >= 4 or None, got {max_tokens!r}")
+        raise InputError(f"layer_similarity: max_tokens must be an int >= 4 or None, got {max_tokens!r}")
     sources, n_ref, words_ref, ref_name = {}, None, None, None
     for name, source in encoders.items():
         lay, n, words = _layers_of(name, source)
@@ -360,17 +362,17 @@ def layer_similarity(
             wanted = [str(k) for k in layers[name]]
             missing = [k for k in wanted if k not in lay]
             if missing:
-                raise ValueError(f"encoder {name!r} has no layers {missing}; it has {list(lay)}")
+                raise InputError(f"encoder {name!r} has no layers {missing}; it has {list(lay)}")
             lay = {k: lay[k] for k in wanted}
         if n_ref is None:
             n_ref, ref_name = n, name
         elif n != n_ref:
-            raise ValueError(f"encoder {name!r} has {n} tokens but {ref_name!r} has {n_ref}: they must be the same")
+            raise InputError(f"encoder {name!r} has {n} tokens but {ref_name!r} has {n_ref}: they must be the same")
         if words is not None:
             if words_ref is None:
                 words_ref = words
             elif len(words) != len(words_ref) or not np.array_equal(words, words_ref):
-                raise ValueError(f"encoder {name!r}: its store's tokens differ from {ref_name!r}'s (other corpus?)")
+                raise InputError(f"encoder {name!r}: its store's tokens differ from {ref_name!r}'s (other corpus?)")
         sources[name] = lay
     assert n_ref is not None
     if max_tokens is None or n_ref <= max_tokens:
@@ -380,7 +382,7 @@ def layer_similarity(
         rows = np.sort(np.random.default_rng(seed).choice(n_ref, size=int(max_tokens), replace=False))
         n = int(max_tokens)
     if "rbf_cka" in measures and n > RBF_MAX_TOKENS:
-        raise ValueError(
+        raise InputError(
             f"layer_similarity: rbf_cka needs n x n kernels; {n} tokens is over RBF_MAX_TOKENS={RBF_MAX_TOKENS}: "
             f"set max_tokens <= {RBF_MAX_TOKENS} or drop rbf_cka"
         )

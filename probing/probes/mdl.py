@@ -44,6 +44,7 @@ import pandas as pd
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
+from probing.errors import InputError
 from probing.probes.control import ControlTask
 from probing.probes.linear import LinearProbe
 
@@ -166,12 +167,12 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> MLPProbe:
         if self.hidden_layers not in (1, 2):
-            raise ValueError(f"MLPProbe: hidden_layers must be 1 or 2, got {self.hidden_layers!r}")
+            raise InputError(f"MLPProbe: hidden_layers must be 1 or 2, got {self.hidden_layers!r}")
         if not (isinstance(self.width, int) and self.width >= 1):
-            raise ValueError(f"MLPProbe: width must be a positive int, got {self.width!r}")
+            raise InputError(f"MLPProbe: width must be a positive int, got {self.width!r}")
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[0] != len(y):
-            raise ValueError(f"MLPProbe: X must be (n, d) with one row per label; got {X.shape} for {len(y)} labels")
+            raise InputError(f"MLPProbe: X must be (n, d) with one row per label; got {X.shape} for {len(y)} labels")
         self.classes_, y_idx = np.unique(np.asarray(y), return_inverse=True)
         x32 = torch.from_numpy(np.asarray(X, dtype=np.float32))
         total, sq = torch.zeros(X.shape[1], dtype=torch.float64), torch.zeros(X.shape[1], dtype=torch.float64)
@@ -244,7 +245,7 @@ def _make_probe(probe: Any, C: float, hidden_layers: int, width: int, max_iter: 
             return LinearProbe(C=C, max_iter=max_iter)
         if probe == "mlp":
             return MLPProbe(hidden_layers=hidden_layers, width=width, random_state=seed)
-        raise ValueError(f"online_codelength: probe must be 'linear', 'mlp' or an estimator, got {probe!r}")
+        raise InputError(f"online_codelength: probe must be 'linear', 'mlp' or an estimator, got {probe!r}")
     if not (hasattr(probe, "fit") and hasattr(probe, "predict_proba")):
         raise TypeError(f"online_codelength: probe {probe!r} has no fit/predict_proba")
     est = clone(probe)
@@ -310,23 +311,23 @@ def online_codelength(
     y_arr, g_arr = np.asarray(y), np.asarray(groups)
     n = len(y_arr)
     if getattr(X, "ndim", None) != 2 or X.shape[0] != n or g_arr.shape != (n,):
-        raise ValueError(
+        raise InputError(
             f"online_codelength: X must be (n, d) with y and groups of length n; got X {getattr(X, 'shape', None)}, "
             f"y ({n},), groups {g_arr.shape}"
         )
     if n == 0:
-        raise ValueError("online_codelength: no tokens")
+        raise InputError("online_codelength: no tokens")
     fr = np.asarray(fractions, dtype=np.float64)
     if fr.ndim != 1 or len(fr) < 2 or not (np.all(np.diff(fr) > 0) and fr[0] > 0 and fr[-1] == 1.0):
-        raise ValueError(f"online_codelength: fractions must increase strictly from > 0 to 1.0, got {fractions!r}")
+        raise InputError(f"online_codelength: fractions must increase strictly from > 0 to 1.0, got {fractions!r}")
     if not 0 <= smoothing < 1:
-        raise ValueError(f"online_codelength: smoothing must be in [0, 1), got {smoothing!r}")
+        raise InputError(f"online_codelength: smoothing must be in [0, 1), got {smoothing!r}")
     if (X_dev is None) != (y_dev is None):
-        raise ValueError("online_codelength: pass both X_dev and y_dev, or neither")
+        raise InputError("online_codelength: pass both X_dev and y_dev, or neither")
     classes, y_idx = np.unique(y_arr, return_inverse=True)
     K = len(classes) if n_classes is None else int(n_classes)
     if K < max(len(classes), 2):
-        raise ValueError(f"online_codelength: n_classes={n_classes} but y has {len(classes)} distinct labels")
+        raise InputError(f"online_codelength: n_classes={n_classes} but y has {len(classes)} distinct labels")
     dev_idx = None
     if y_dev is not None:
         lookup = {c: i for i, c in enumerate(classes.tolist())}
@@ -342,7 +343,7 @@ def online_codelength(
     bounds = (fr * n_sent).astype(np.int64)  # the reference's int(fraction * total_len)
     bounds[-1] = n_sent
     if bounds[0] < 1:
-        raise ValueError(
+        raise InputError(
             f"online_codelength: the first block ({fr[0]:g} of {n_sent} sentences) is empty; "
             f"need at least {math.ceil(1 / fr[0])} sentences or a larger first fraction"
         )
@@ -399,7 +400,7 @@ def online_codelength(
         p = (1 - smoothing) * p + smoothing / K
         p_true = p[np.arange(len(coded)), y_idx[coded]]
         if np.any(p_true <= 0):
-            raise ValueError(
+            raise InputError(
                 f"online_codelength: block {k} has a label the probe gives probability 0 "
                 "(a class unseen in the earlier blocks); use smoothing > 0"
             )
@@ -439,7 +440,7 @@ def control_codelength(
     label per word type drawn from ``y``'s distribution, coded with the same K as the task (so the
     uniform codelengths are equal). Dev labels are the control labels of ``words_dev``."""
     if (X_dev is None) != (words_dev is None):
-        raise ValueError("control_codelength: pass both X_dev and words_dev, or neither")
+        raise InputError("control_codelength: pass both X_dev and words_dev, or neither")
     task = ControlTask(seed=control_seed).fit(list(words), np.asarray(y).tolist())
     y_ctrl = task.transform(list(words))
     if "n_classes" not in kwargs:
