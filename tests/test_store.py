@@ -365,7 +365,7 @@ def wait_for(pred, timeout: float, what: str) -> None:
 def test_sigkill_mid_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
     corpus = make_corpus(50, seed=5)
     proc = spawn(tmp_path, "a", 50, 5, sleep=0.03)
-    wait_for(lambda: (tmp_path / "ready-a").exists(), 30, "the child to start")
+    wait_for(lambda: (tmp_path / "ready-a").exists(), 120, "the child to start")
     (tmp_path / "go").touch()
     path = tmp_path / "cache" / store_key(FakeEncoder().fingerprint, corpus.fingerprint())
 
@@ -375,7 +375,7 @@ def test_sigkill_mid_run_resumes_with_nothing_lost_or_duplicated(tmp_path):
         except (FileNotFoundError, json.JSONDecodeError):
             return 0
 
-    wait_for(lambda: committed() >= 3, 30, "three committed chunks")
+    wait_for(lambda: committed() >= 3, 120, "three committed chunks")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
