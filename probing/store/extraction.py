@@ -36,6 +36,7 @@ from probing.store.format import (
     OFFSETS,
     PARTS,
     TOKENS,
+    Manifest,
     StoreCorruptError,
     StoreError,
     check_free_space,
@@ -672,7 +673,7 @@ class _Extraction:
         timings = self.base_timings
         encode_s = timings["encode_s"] + self.run_encode_s
         wall = t_end - t_start
-        manifest = {
+        manifest: Manifest = {
             "format_version": FORMAT_VERSION,
             "key": self.key,
             "dtype": DTYPE.name,

@@ -29,6 +29,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -43,6 +44,65 @@ FP16_MAX = float(np.finfo(np.float16).max)
 
 MANIFEST = "manifest.json"
 JOURNAL = "progress.json"
+
+
+class EncoderInfo(TypedDict):
+    name: str
+    fingerprint: str
+    layer_names: list[str]
+    dim: int
+
+
+class CorpusInfo(TypedDict, total=False):
+    name: str
+    split: str
+    fingerprint: str
+    n_sentences: int
+
+
+class FileInfo(TypedDict):
+    file: str
+    sha256: str
+
+
+class LayerInfo(TypedDict):
+    name: str
+    file: str
+
+
+class ChunkInfo(TypedDict):
+    index: int
+    sentences: list[int]  # [first, end) sentence range of the chunk
+    rows: list[int]  # [first, end) token rows
+    sha256: str
+
+
+class Manifest(TypedDict, total=False):
+    """A complete store's ``MANIFEST.json``: what was encoded by what, where each file is, and the sha256 of
+    every file and layer chunk (checked on hits and by ``Store.verify``). ``shard`` is None for a whole store;
+    a merged store lists ``merged_from``; ``versions``/``timings``/``created`` are provenance."""
+
+    format_version: int
+    key: str
+    dtype: str
+    encoder: EncoderInfo
+    corpus: CorpusInfo
+    shard: dict[str, Any] | None
+    n_sentences: int
+    n_tokens: int
+    layer_names: list[str]
+    dim: int
+    layers: list[LayerInfo]
+    tokens: FileInfo
+    offsets: FileInfo
+    chunk_tokens: int | None
+    chunks: list[ChunkInfo]
+    merged_from: list[dict[str, Any]]
+    versions: dict[str, str | None]
+    timings: dict[str, Any]
+    created: str
+
+
 TOKENS = "tokens.parquet"
 OFFSETS = "offsets.npy"
 LOCK = ".lock"
