@@ -37,7 +37,9 @@ def test_metric_by_layer_points_errorbars_and_baselines():
     (bars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     line = bars.lines[0]
     assert line.get_xdata().tolist() == [0, 1, 2], "layers sorted"
-    assert np.allclose(line.get_ydata(), [40, 60, 50]), "uuas drawn in percent; dspr row left out"
+    assert np.allclose(np.asarray(line.get_ydata(), dtype=float), [40, 60, 50]), (
+        "uuas drawn in percent; dspr row left out"
+    )
     (segments,) = bars.lines[2]
     lows = [seg[0][1] for seg in segments.get_segments()]
     assert np.allclose(lows, [38, 58, 48])
@@ -60,8 +62,8 @@ def test_rank_sweep_plots_each_metric_against_rank():
     ax = FS.rank_sweep(sweep).axes[0]
     lines = {c.get_label(): c.lines[0] for c in ax.containers}
     assert lines["UUAS (%)"].get_xdata().tolist() == [1, 2, 4]
-    assert np.allclose(lines["UUAS (%)"].get_ydata(), [0.2, 0.3, 0.5])
-    assert np.allclose(lines["DSpr."].get_ydata(), [0.4, 0.6, 0.7])
+    assert np.allclose(np.asarray(lines["UUAS (%)"].get_ydata(), dtype=float), [0.2, 0.3, 0.5])
+    assert np.allclose(np.asarray(lines["DSpr."].get_ydata(), dtype=float), [0.4, 0.6, 0.7])
     assert ax.get_xscale() == "log"
 
 
