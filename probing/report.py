@@ -25,8 +25,8 @@ import probing
 from probing import figures as fg
 from probing._io import atomic_open
 from probing.errors import InputError
-from probing.layers import is_half
 from probing.figures import aggregate, default_metric, split_layer
+from probing.layers import is_half
 from probing.results import (
     CONCAT_LAYER,
     MIX_LAYER,
