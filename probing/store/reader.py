@@ -140,14 +140,13 @@ class Store:
                     f"{self._layer_path(i)}: shape {mm.shape} {mm.dtype}, manifest says ({len(self)}, {self.dim}) {DTYPE}"
                 )
             self._layers[i] = mm
-        if columns != slice(None):
-            mm = mm[:, columns]
+        full: np.ndarray = mm if columns == slice(None) else mm[:, columns]
         if rows is None and dtype is None:
-            return mm
+            return full
         if rows is None:
-            src = mm
+            src = full
         elif isinstance(rows, slice):
-            src = mm[rows]
+            src = full[rows]
         else:
             idx = np.asarray(rows)
             if idx.dtype == bool:
@@ -156,7 +155,7 @@ class Store:
                 idx = np.flatnonzero(idx)
             elif idx.size and not np.issubdtype(idx.dtype, np.integer):
                 raise TypeError(f"rows must be integer indices, a boolean mask or a slice, not {idx.dtype}")
-            src = mm[idx.astype(np.int64, copy=False)]
+            src = full[idx.astype(np.int64, copy=False)]
         return _convert(src, np.dtype(dtype) if dtype is not None else DTYPE)
 
     def as_tensor(
