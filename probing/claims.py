@@ -38,8 +38,8 @@ CONTEXT_NOTE = """\
 By default (stateless) every sentence starts from a zero LSTM state, so its vectors depend on the sentence
 alone: the same sentence gets the same vectors wherever it occurs, and a probe's result cannot come from
 the preceding sentences of the document. The reference biLM (stateful) carries the state of one sentence
-into the next, so its vectors for the same sentence differ with what came before (most in the first
-tokens, fading along the sentence), and a store extracted that way also depends on batch order."""
+into the next, so its vectors for the same sentence differ with what came before (the forward LSTM
+from the first token on, the backward one, which the reference also seeds, from the last), and a store extracted that way also depends on batch order."""
 
 DEFAULT_PREDECESSORS: tuple[tuple[str, ...], ...] = (
     (),
