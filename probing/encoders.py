@@ -369,3 +369,38 @@ def elmo_options_path(model: str) -> Path:
 
     assert entry.options_url is not None  # an entry is either bundled or has both URLs (hub checks it)
     return fetch(entry.options_url, sha256=entry.options_sha256, progress=False, hint=f"probing download {model}")
+
+
+VOCAB_FILES = ("vocab.txt", "vocab.txt.gz")
+
+
+@functools.lru_cache(maxsize=4)
+def training_vocabulary(model: str = "default") -> frozenset[str]:
+    """The word vocabulary a biLM was trained with: ``vocab.txt`` (or ``vocab.txt.gz``) beside its options.
+
+    ``probing pretrain`` exports it (the training words seen at least ``min_count`` times: the words its
+    softmax predicts; every other word was an ``<UNK>`` target or never seen). ``model`` is a registry name
+    (the bundled ``default`` ships one) or a folder. Case-sensitive, as training was; ``<S>``, ``</S>`` and
+    ``<UNK>`` are left out.
+    """
+    folder = elmo_options_path(model).parent
+    for name in VOCAB_FILES:
+        path = folder / name
+        if path.is_file():
+            break
+    else:
+        raise FileNotFoundError(
+            f"{folder}: no {' or '.join(VOCAB_FILES)} beside options.json, so the training vocabulary of "
+            f"{model!r} is unknown (probing pretrain writes vocab.txt when it exports a model)"
+        )
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            words = frozenset(w for w in f.read().split("\n") if w)
+    except (OSError, UnicodeDecodeError, EOFError) as e:
+        raise InputError(f"{path}: not a readable UTF-8 word list, one word per line ({e})") from e
+    if any(" " in w or "\t" in w for w in words):
+        raise InputError(f"{path}: a line holds more than one word; expected one word per line")
+    return words - {"<S>", "</S>", "<UNK>"}

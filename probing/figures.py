@@ -42,6 +42,7 @@ from scipy import stats
 
 from probing._io import atomic_path
 from probing.errors import InputError
+from probing.layers import is_half
 from probing.results import RESULT_COLUMNS, headline_metrics, layer_sort_key, validate_results
 from probing.results import metric as metric_info
 
@@ -233,6 +234,8 @@ def _series_and_baselines(rows: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], 
     series: dict[str, list] = {}
     base_rows = []
     for r in rows.itertuples(index=False):
+        if is_half(r.layer):  # one direction of a layer: drawn by probing.figures_claims.directions
+            continue
         parsed = split_layer(r.encoder, r.layer)
         if parsed is None:
             base_rows.append(r)

@@ -26,6 +26,7 @@ from probing import figures as fg
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.figures import aggregate, default_metric, split_layer
+from probing.layers import is_half
 from probing.results import (
     CONCAT_LAYER,
     MIX_LAYER,
@@ -166,6 +167,8 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
         series: dict[str, list] = {}
         baselines = []
         for r in rows.itertuples(index=False):
+            if is_half(r.layer):  # one direction of a layer (directions = true): not a layer or a baseline
+                continue
             parsed = split_layer(r.encoder, r.layer)
             if parsed is None:
                 baselines.append((r.layer, r.encoder, r.value))

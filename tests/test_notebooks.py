@@ -23,7 +23,14 @@ nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the d
 pytestmark = pytest.mark.notebooks
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NAMES = ["01_quickstart", "02_layer_probes", "03_play_neighbours", "04_your_own_corpus", "05_syntax_trees"]
+NAMES = [
+    "01_quickstart",
+    "02_layer_probes",
+    "03_play_neighbours",
+    "04_your_own_corpus",
+    "05_syntax_trees",
+    "07_seed_claims",
+]
 MARK = "NOTEBOOK-SUMMARY "
 
 # The summary cell appended to each notebook: ``_summary``, a JSON object of the notebook's variables.
@@ -84,6 +91,16 @@ _summary = {
     "hand_uuas": {k: float(v) for k, v in hand_uuas.items()}, "pick": pick, "words": words,
     "tree_arcs": [[p.get_gid() for p in ax.patches] for ax in tree_fig.axes],
     "tree_titles": [ax.get_title() for ax in tree_fig.axes],
+}
+""",
+    "07_seed_claims": """
+_summary = {
+    "rows": results[["encoder", "layer", "metric", "value", "ci_low", "ci_high"]].to_dict(orient="list"),
+    "counts": counts, "n_test": len(test_words),
+    "bars": [float(p.get_height()) for p in fig_dir.axes[0].patches],
+    "typos": typos[["case", "form", "representation", "has_vector", "cosine_to_correct"]]
+        .astype({"cosine_to_correct": float}).fillna(-2.0).to_dict(orient="list"),
+    "context": context.to_dict(orient="list"),
 }
 """,
 }
@@ -308,3 +325,52 @@ def test_05_syntax_trees(tmp_path, monkeypatch):
     assert [t.split(":")[0] for t in s["tree_titles"]] == ["layer 1", "layer 0"]
     assert (Path(s["out"]) / "figures" / "tree_layers_0_1.png").is_file()
     assert _images(nb) == 4  # the two metric-per-layer figures, the rank sweep, the tree
+
+
+def test_07_seed_claims(tmp_path, monkeypatch):
+    s, nb, _ = run_notebook("07_seed_claims", tmp_path, monkeypatch)
+    rows = s["rows"]
+    value = {(e, l, m): v for e, l, m, v in zip(rows["encoder"], rows["layer"], rows["metric"], rows["value"])}
+    # directions = true: halves of layers 1 and 2 for ELMo, none for the token layer or GloVe
+    halves = {l for e, l in zip(rows["encoder"], rows["layer"]) if l[-1] in "fb" and l[:-1].isdigit()}
+    assert halves == {"1f", "1b", "2f", "2b"}
+    assert all(e == "elmo" for e, l in zip(rows["encoder"], rows["layer"]) if l in halves)
+    for v, lo, hi in zip(rows["value"], rows["ci_low"], rows["ci_high"]):
+        assert lo <= v <= hi
+    # the figure draws forward (1, 2), backward (1, 2), both (1, 2) in percent
+    want = [100 * value[("elmo", f"{k}{d}", "accuracy")] for d in ("f", "b", "") for k in (1, 2)]
+    assert s["bars"] == pytest.approx(want, abs=1e-9)
+    # oov_split = true: the in/out groups partition the test tokens, so the count-weighted mean of the two
+    # group accuracies is the overall accuracy, for every encoder and layer
+    n = s["n_test"]
+    for (enc, layer, metric), acc in value.items():
+        if metric != "accuracy":
+            continue
+        for vocab, c in s["counts"].items():
+            assert c["in"] + c["out"] == n
+            parts = [
+                (c[g], value.get((enc, layer, f"accuracy-{g2}-{vocab}"))) for g, g2 in (("in", "iv"), ("out", "oov"))
+            ]
+            got = sum(k * (a or 0.0) for k, a in parts) / n
+            assert got == pytest.approx(acc, abs=1e-9), (enc, layer, vocab)
+    assert s["counts"]["train"]["out"] > s["counts"]["glove"]["out"] > 0  # GloVe's 400k words cover more
+    # misspellings: the typos chosen are outside GloVe (zero vector: no cosine), ELMo has a vector for each,
+    # and the correct form's cosine with itself is 1
+    t = s["typos"]
+    for form, rep, has, cos in zip(t["form"], t["representation"], t["has_vector"], t["cosine_to_correct"]):
+        if rep == "glove" and form == "misspelled":
+            assert has or cos == -2.0  # a zero vector has no cosine (NaN, stored as -2)
+        if rep != "glove":
+            assert has and (cos == pytest.approx(1.0, abs=1e-5) if form == "correct" else -1.0 <= cos < 0.99999)
+    glove_missing = [
+        h for f, r, h in zip(t["form"], t["representation"], t["has_vector"]) if r == "glove" and f == "misspelled"
+    ]
+    assert glove_missing == [True, False, False]  # recieve (a common typo GloVe knows), studyed, acommodate
+    # sentence-only context: stateless within float rounding of batching (<= 1e-5), stateful differs
+    ctx = s["context"]
+    for mode, layer, diff in zip(ctx["mode"], ctx["layer"], ctx["max_abs_diff"]):
+        if mode == "stateless" or layer == "0":
+            assert diff <= 1e-5, (mode, layer)
+        else:
+            assert diff > 1e-2, (mode, layer)
+    assert _images(nb) >= 3  # directions, OOV vs GloVe, OOV vs training vocabulary

@@ -96,6 +96,24 @@ for _m in (
     Metric("control-root_acc", "control-task Root (%)", True, (0.0, 1.0), kinds=_DEPTH),
     Metric("control-nspr", "control-task NSpr. (Spearman)", False, (-1.0, 1.0), kinds=_DEPTH),
     Metric("oov-rate", "out-of-vocabulary tokens (%)", True, (0.0, 1.0), higher_is_better=False, kinds=_TAGGING),
+    # oov_split = true (issue 21): accuracy on the tokens inside (iv) / outside (oov) GloVe's vocabulary and
+    # the bundled model's training vocabulary
+    Metric("accuracy-iv-glove", "accuracy on words in GloVe's vocabulary (%)", True, (0.0, 1.0), kinds=_TAGGING),
+    Metric("accuracy-oov-glove", "accuracy on words outside GloVe's vocabulary (%)", True, (0.0, 1.0), kinds=_TAGGING),
+    Metric(
+        "accuracy-iv-train",
+        "accuracy on words in the model's training vocabulary (%)",
+        True,
+        (0.0, 1.0),
+        kinds=_TAGGING,
+    ),
+    Metric(
+        "accuracy-oov-train",
+        "accuracy on words outside the model's training vocabulary (%)",
+        True,
+        (0.0, 1.0),
+        kinds=_TAGGING,
+    ),
 ):
     register_metric(_m)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from probing._io import sha256_file
+from probing.layers import resolve
 from probing.store.format import (
     DTYPE,
     FORMAT_VERSION,
@@ -92,7 +93,10 @@ class Store:
         )
 
     def layer_index(self, k: int | str) -> int:
-        """Position of layer ``k``: an int index (negative counts from the end) or a layer name."""
+        """Position of layer ``k``: an int index (negative counts from the end) or a layer name.
+
+        A half name (``"1f"``, ``"1b"``: see :mod:`probing.layers`) gives the stored layer that holds it;
+        :meth:`layer_columns` gives its columns."""
         names = self.layer_names
         if isinstance(k, (bool, np.bool_)):
             raise TypeError(f"layer must be an int index or a name from {names}, not a bool")
@@ -101,10 +105,15 @@ class Store:
                 raise IndexError(f"layer index {k} out of range for {len(names)} layers {names}")
             return int(k) % len(names)
         if isinstance(k, str):
-            if k not in names:
-                raise KeyError(f"no layer named {k!r} in {self.path}; layers are {names}")
-            return names.index(k)
+            return resolve(k, names, self.dim, self.path)[0]
         raise TypeError(f"layer must be an int index or a name from {names}, not {type(k).__name__}")
+
+    def layer_columns(self, k: int | str) -> slice:
+        """The columns of the stored layer that ``k`` reads: all of them, or one direction's half."""
+        if isinstance(k, str):
+            return resolve(k, self.layer_names, self.dim, self.path)[1]
+        self.layer_index(k)
+        return slice(None)
 
     def _layer_path(self, i: int) -> Path:
         return self.path / self.manifest["layers"][i]["file"]
@@ -119,8 +128,10 @@ class Store:
 
         With neither ``rows`` nor ``dtype`` this is a read-only fp16 ``np.memmap`` (nothing is read yet).
         ``rows`` (indices, a boolean mask or a slice) gathers only those rows; ``dtype`` converts.
+        A half name (``"1f"``, ``"1b"``) gives that direction's ``(n_tokens, dim // 2)`` columns of layer 1.
         """
         i = self.layer_index(k)
+        columns = self.layer_columns(k)
         mm = self._layers.get(i)
         if mm is None:
             mm = np.load(self._layer_path(i), mmap_mode="r", allow_pickle=False)
@@ -129,12 +140,13 @@ class Store:
                     f"{self._layer_path(i)}: shape {mm.shape} {mm.dtype}, manifest says ({len(self)}, {self.dim}) {DTYPE}"
                 )
             self._layers[i] = mm
+        full: np.ndarray = mm if columns == slice(None) else mm[:, columns]
         if rows is None and dtype is None:
-            return mm
+            return full
         if rows is None:
-            src = mm
+            src = full
         elif isinstance(rows, slice):
-            src = mm[rows]
+            src = full[rows]
         else:
             idx = np.asarray(rows)
             if idx.dtype == bool:
@@ -143,7 +155,7 @@ class Store:
                 idx = np.flatnonzero(idx)
             elif idx.size and not np.issubdtype(idx.dtype, np.integer):
                 raise TypeError(f"rows must be integer indices, a boolean mask or a slice, not {idx.dtype}")
-            src = mm[idx.astype(np.int64, copy=False)]
+            src = full[idx.astype(np.int64, copy=False)]
         return _convert(src, np.dtype(dtype) if dtype is not None else DTYPE)
 
     def as_tensor(

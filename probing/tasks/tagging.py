@@ -7,17 +7,23 @@ accuracy`` is reported per seed with a paired bootstrap CI. Word-identity baseli
 frequent tag per word type) read only the token table.
 
 An item is a token whose label is not ``""``; labels come from a :data:`LabelFn` on the store's token table.
+
+Two options of a ``[[tasks]]`` table (issue 21): ``directions = true`` also probes the forward and backward
+half of each biLSTM layer (layers ``"1f"``, ``"1b"``, ...: :mod:`probing.layers`); ``oov_split = true`` adds
+accuracy rows for the tokens inside and outside each vocabulary of :func:`default_vocabularies` (metrics
+``accuracy-iv-glove``, ``accuracy-oov-glove``, ``accuracy-iv-train``, ``accuracy-oov-train``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from probing.layers import direction_names
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
     from probing._toml import Table
 
 LabelFn = Callable[[pd.DataFrame], np.ndarray]
+VocabFn = Callable[[Sequence[str]], np.ndarray]
+"""Words -> bool ``(n_words,)``: which of them are in a vocabulary."""
 TAGGING_BASELINES = ("majority", "most-frequent-tag")
 # token-table columns that are not per-token labels a probe could predict
 _NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov", "head"}
@@ -77,6 +85,54 @@ def supersense_labels(inventory=None) -> LabelFn:
 
     labels.__name__ = "supersense"
     return labels
+
+
+def default_vocabularies() -> dict[str, VocabFn]:
+    """The vocabularies ``oov_split`` splits by: ``glove`` (GloVe 6B, lowercased lookups: its OOV tokens get
+    the zero vector) and ``train`` (the bundled model's training vocabulary, case-sensitive:
+    :func:`probing.encoders.training_vocabulary`)."""
+    from probing.encoders import training_vocabulary
+    from probing.glove import Vectors
+
+    glove = Vectors.glove_6b_50d()
+    train = training_vocabulary("default")
+    return {
+        "glove": lambda words: ~np.asarray(glove.lookup(list(words))[1], dtype=bool),
+        "train": lambda words: np.fromiter((w in train for w in words), dtype=bool, count=len(words)),
+    }
+
+
+def vocabulary_splits(words: Sequence[str], vocabularies: Mapping[str, VocabFn]) -> dict[str, np.ndarray]:
+    """For each vocabulary, the in-vocabulary mask of ``words`` (bool ``(n_words,)``)."""
+    out = {}
+    for name, fn in vocabularies.items():
+        mask = np.asarray(fn(words), dtype=bool)
+        if mask.shape != (len(words),):
+            raise TaskError(f"vocabulary {name!r} gave a mask of shape {mask.shape} for {len(words)} words")
+        out[name] = mask
+    return out
+
+
+def split_rows(
+    task: str,
+    part: Part,
+    encoder: str,
+    layer: str,
+    correct: np.ndarray,
+    groups: np.ndarray,
+    splits: Mapping[str, np.ndarray],
+    seed: int,
+    n_boot: int,
+) -> list[dict]:
+    """``accuracy-iv-NAME`` and ``accuracy-oov-NAME`` rows (accuracy on the tokens inside / outside
+    vocabulary NAME, with a cluster-bootstrap CI over sentences); a group with no token has no row."""
+    rows = []
+    for name, inside in splits.items():
+        for group, mask in (("iv", inside), ("oov", ~inside)):
+            if mask.any():
+                metric = f"accuracy-{group}-{name}"
+                rows.append(fraction_row(task, part, encoder, layer, metric, correct[mask], groups[mask], seed, n_boot))
+    return rows
 
 
 @dataclass
@@ -176,13 +232,17 @@ def _score(
     seed: int,
     settings: ProbeSettings,
     out: TaskOutput,
+    splits: Sequence[Mapping[str, np.ndarray]] | None = None,
 ) -> list[np.ndarray]:
-    """Accuracy rows and per-tag rows of ``predict`` on each test part; returns the per-item correctness."""
+    """Accuracy rows and per-tag rows of ``predict`` on each test part (and, with ``splits``, one in-vocabulary
+    mask per vocabulary for each part, the :func:`split_rows`); returns the per-item correctness."""
     correct_per_part = []
-    for part, it, X in tests:
+    for i, (part, it, X) in enumerate(tests):
         correct = predict(X) == it.y
         out.rows.append(fraction_row(task, part, encoder, layer, "accuracy", correct, it.groups, seed, settings.n_boot))
         out.per_tag += per_tag_rows(task, part, encoder, layer, it.y, correct, seed)
+        if splits is not None:
+            out.rows += split_rows(task, part, encoder, layer, correct, it.groups, splits[i], seed, settings.n_boot)
         correct_per_part.append(correct)
     return correct_per_part
 
@@ -197,11 +257,16 @@ def tagging_probes(
     settings: ProbeSettings,
     *,
     progress=None,
+    directions: bool = False,
+    vocabularies: Mapping[str, VocabFn] | None = None,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
     ``train``/``dev``/``tests`` hold the same encoder's activations for those splits; results are rows for
     each test part. ``progress`` (optional) is called with a short description before each probe.
+    ``directions``: also probe each biLSTM layer's forward and backward half (rows with layers ``"1f"``,
+    ``"1b"``, ...; no control task, margin, mix or concat for them). ``vocabularies`` (name -> in-vocabulary
+    test): add :func:`split_rows` for every probe.
     """
     tests = list(tests)
     if not tests:
@@ -214,6 +279,9 @@ def tagging_probes(
             f"{str(tr.y[0])!r}; a probe needs at least two classes (use more sentences)"
         )
     test_items = [(p, items(p, labels, task)) for p in tests]
+    splits = (
+        None if vocabularies is None else [vocabulary_splits(it.words.tolist(), vocabularies) for _, it in test_items]
+    )
     out = TaskOutput()
     note = {
         "task": task,
@@ -250,7 +318,10 @@ def tagging_probes(
             )
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": name, "seed": seed, **info})
-            task_correct[seed] = (probe, _score(task, encoder, name, probe.predict, tests_x, seed, settings, out))
+            task_correct[seed] = (
+                probe,
+                _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits),
+            )
         first = task_correct[settings.probe_seeds[0]][1]
         single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
         if settings.control:
@@ -265,6 +336,15 @@ def tagging_probes(
                 )
 
     out.rows += margin_rows(task, encoder, single, settings.probe_seeds[0], settings.n_boot)
+
+    for name in direction_names(layer_names) if directions else []:
+        X_tr, X_dv, X_te = load(name)
+        tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
+        for seed in settings.probe_seeds:
+            tell(f"{task} {encoder} layer {name}" + (f" (seed {seed})" if len(settings.probe_seeds) > 1 else ""))
+            probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
+            out.probes.append({**note, "layer": name, "seed": seed, **info})
+            _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits)
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")
@@ -282,7 +362,7 @@ def tagging_probes(
             }
         )
         tests_x = [(p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)]
-        _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, out)
+        _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, out, splits)
         out.mix_weights += [
             {"task": task, "dataset": train.dataset, "encoder": encoder, "layer": n, "weight": float(w), "seed": seed}
             for n, w in zip(layer_names, probe.mix_weights_)
@@ -296,7 +376,7 @@ def tagging_probes(
         for seed in settings.probe_seeds:
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": "concat", "seed": seed, **info})
-            _score(task, encoder, "concat", probe.predict, tests_x, seed, settings, out)
+            _score(task, encoder, "concat", probe.predict, tests_x, seed, settings, out, splits)
     return out
 
 
@@ -353,9 +433,11 @@ def tagging_baselines(
     settings: ProbeSettings,
     *,
     which: Sequence[str] = TAGGING_BASELINES,
+    vocabularies: Mapping[str, VocabFn] | None = None,
 ) -> TaskOutput:
     """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
-    same training items as the probes; rows with encoder ``baseline``."""
+    same training items as the probes; rows with encoder ``baseline`` (and :func:`split_rows` with
+    ``vocabularies``)."""
     unknown = sorted(set(which) - set(TAGGING_BASELINES))
     if unknown:
         raise TaskError(f"task {task!r}: unknown tagging baseline(s) {unknown}; known: {list(TAGGING_BASELINES)}")
@@ -373,25 +455,55 @@ def tagging_baselines(
                 fraction_row(task, part, BASELINE_ENCODER, layer, "accuracy", correct, it.groups, seed, settings.n_boot)
             )
             out.per_tag += per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed)
+            if vocabularies is not None:
+                splits = vocabulary_splits(it.words.tolist(), vocabularies)
+                out.rows += split_rows(
+                    task, part, BASELINE_ENCODER, layer, correct, it.groups, splits, seed, settings.n_boot
+                )
     return out
 
 
 def _run(job: Job, labels: LabelFn) -> TaskOutput:
+    vocabularies = default_vocabularies() if job.options.get("oov_split") else None
     out = tagging_probes(
-        job.task, job.encoder, job.train, job.dev, job.tests, labels, job.settings, progress=job.progress
+        job.task,
+        job.encoder,
+        job.train,
+        job.dev,
+        job.tests,
+        labels,
+        job.settings,
+        progress=job.progress,
+        directions=bool(job.options.get("directions")),
+        vocabularies=vocabularies,
     )
     if job.with_baselines and job.baselines:
         out.extend(
-            tagging_baselines(job.task, job.train, job.dev, job.tests, labels, job.settings, which=job.baselines)
+            tagging_baselines(
+                job.task,
+                job.train,
+                job.dev,
+                job.tests,
+                labels,
+                job.settings,
+                which=job.baselines,
+                vocabularies=vocabularies,
+            )
         )
     return out
 
 
-def _parse_label(t: Table) -> dict[str, str]:
+def _parse_claims(t: Table) -> dict[str, Any]:
+    """``directions`` and ``oov_split`` (both false by default; only a true one enters the options, so the
+    cache keys of existing experiments do not change)."""
+    return {key: True for key in ("directions", "oov_split") if t.boolean(key, False)}
+
+
+def _parse_label(t: Table) -> dict[str, Any]:
     label = t.string("label")
     if label not in LABEL_COLUMNS:
         raise t.fail("label", f"a token-table column to predict, one of {', '.join(LABEL_COLUMNS)}", label)
-    return {"label": label}
+    return {"label": label, **_parse_claims(t)}
 
 
 TAGGING = TaskKind(
@@ -404,6 +516,7 @@ TAGGING = TaskKind(
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),
+    parse=_parse_claims,
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
     summary="a linear probe per layer predicts the WordNet supersense of each sense-annotated token",

@@ -15,6 +15,7 @@ import pandas as pd
 
 from probing.errors import InputError
 from probing.glove import UnknownWordError, Vectors
+from probing.layers import is_half, resolve
 
 Gloss = Callable[[str], str]
 
@@ -138,6 +139,14 @@ def _layer_index(layer: int | str, names: Sequence[str] | None) -> int:
     raise InputError(f"unknown layer {layer!r}; expected an index or one of {list(names or [])}")
 
 
+def _encoded_layer(encoded: np.ndarray, layer: int | str, names: Sequence[str]) -> np.ndarray:
+    """One layer of an encoder's ``(n_layers, n_tokens, dim)`` output; a half name (``"1f"``) gives its columns."""
+    if is_half(layer):
+        i, columns = resolve(str(layer), names, encoded.shape[-1])
+        return encoded[i][:, columns]
+    return encoded[_layer_index(layer, names)]
+
+
 def _store_layer_names(store: Any) -> list[str] | None:
     names = getattr(store, "layer_names", None)
     if names is None:
@@ -167,7 +176,7 @@ def occurrence_neighbors(
     sentence_id, row``; ``sentence`` has the neighbour word in brackets.
     """
     tokens = store.tokens
-    matrix = store.layer(_layer_index(layer, _store_layer_names(store)))
+    matrix = store.layer(layer if is_half(layer) else _layer_index(layer, _store_layer_names(store)))
     if matrix.shape[0] != len(tokens):
         raise InputError(f"store layer {layer!r} has {matrix.shape[0]} rows but the token table has {len(tokens)}")
     excluded_ids = set(exclude_sentences)
@@ -271,7 +280,7 @@ def neighbors(
         raise InputError("neighbours in context need store=, encoder= and layer=")
     words = _as_tokens(sentence)
     pos = locate(words, position, word)
-    vector = _encode(encoder, words)[_layer_index(layer, list(encoder.layer_names)), pos]
+    vector = _encoded_layer(_encode(encoder, words), layer, list(encoder.layer_names))[pos]
     skip = _same_sentences(store.tokens, words, pos) if exclude_same_sentence else set()
     return occurrence_neighbors(store, vector, layer, k=k or 5, rows=rows, exclude_sentences=skip, gloss=gloss)
 
@@ -323,7 +332,7 @@ def table4(
         encoded = _encode(encoder, words)
         skip = _same_sentences(store.tokens, words, pos)
         for layer in layers:
-            vector = encoded[_layer_index(layer, layer_names), pos]
+            vector = _encoded_layer(encoded, layer, layer_names)[pos]
             hit = occurrence_neighbors(store, vector, layer, k=1, rows=rows, exclude_sentences=skip, gloss=gloss)
             if hit.empty:
                 raise InputError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")
