@@ -365,7 +365,8 @@ CONLLU_HEAD = "# sent_id = a-1\n# text = x\n"
 
 
 def _token(i: int, form: str) -> str:
-    return f"{i}\t{form}\t{form}\tNOUN\tNN\t_\t0\troot\t_\t_\n"
+    """A word line whose HEAD makes a tree: word 1 is the root, every other word hangs from it."""
+    return f"{i}\t{form}\t{form}\tNOUN\tNN\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_\n"
 
 
 @pytest.mark.parametrize(

@@ -294,12 +294,16 @@ def test_bank_senses_are_in_the_bundled_inventory():
 def test_1nn_reads_the_sense_from_context(sense_parts):
     p = sense_parts
     out = wsd_1nn("wsd-1nn", "ctx", p["train"], [p["test"]], SETTINGS, inventory=INV)
-    f1 = frame(out.rows).set_index("layer")["value"]
+    rows = frame(out.rows)
+    f1 = rows[rows.metric == "f1"].set_index("layer")["value"]
     assert f1["1"] == 1.0  # the previous word separates the senses perfectly
     # layer 0 is the same vector for every "bank": both centroids tie, and ties go to WordNet order
     first_seen = next(k for k in BANK if k in (RIVER_BANK, MONEY_BANK))
     assert f1["0"] == pytest.approx((7 if first_seen == RIVER_BANK else 3) / 10)
-    assert set(frame(out.rows).metric) == {"f1"}
+    # plus the best layer's margin over the next: layer 1 (F1 1.0) over layer 0, paired by instance
+    margin = rows[rows.metric == "best-layer-margin"]
+    assert margin.layer.tolist() == ["1"] and margin.value.item() == pytest.approx(1.0 - f1["0"])
+    assert set(rows.metric) == {"f1", "best-layer-margin"}
 
 
 def test_wsd_baselines_equal_hand_computed_f1(sense_parts):
