@@ -67,6 +67,8 @@ _summary = {
     "sense_nn": {str(k): float(v) for k, v in sense_nn.items()},
     "sense_map_axes": len(sense_map.axes), "pos_map_axes": len(pos_map.axes),
     "ud_tokens": len(ud),
+    "explorer": ex.scores[["panel", "score", "chance", "n"]].to_dict(orient="list"),
+    "explorer_html": "<iframe" in ex._repr_html_(),
 }
 """,
     "04_your_own_corpus": """
@@ -243,6 +245,14 @@ def test_03_play_neighbours(tmp_path, monkeypatch):
     assert set(s["sense_nn"]) == {"0", "1", "2"} and all(0.0 <= v <= 1.0 for v in s["sense_nn"].values())
     assert s["sense_map_axes"] == len(s["lemmas"]) * 4  # three layer maps and a legend panel per lemma
     assert s["pos_map_axes"] == 3 and s["ud_tokens"] > 0
+    # the explorer: one panel per layer and GloVe; the context-free panels (layer 0, GloVe) give every
+    # occurrence of "play" (noun) the same vector, so their 1-NN sense score is exactly chance
+    ex = s["explorer"]
+    assert ex["panel"][:3] == ["0", "1", "2"] and "GloVe" in ex["panel"]
+    for panel, score, chance in zip(ex["panel"], ex["score"], ex["chance"]):
+        if panel in ("0", "GloVe"):
+            assert score == pytest.approx(chance, abs=1e-9), panel
+    assert s["explorer_html"]  # shown inline as an iframe (the browser test checks that it stays offline)
     assert _images(nb) == 2
 
 
