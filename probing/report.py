@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 import probing
 from probing import figures as fg
+from probing import figures_claims as claims
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.figures import aggregate, default_metric, split_layer
@@ -77,6 +78,20 @@ FIGURE_NOTES = {
         "are 95% bootstrap intervals over test sentences. Lines: GloVe (context-free word vectors) and the "
         "linear-position baseline (distance |i - j|; depth = position, a left-branching chain), which needs "
         "no vectors at all: a layer below it has learned less about the tree than word order gives for free."
+    ),
+    "directions": (
+        "ELMo is only shallowly bidirectional: each biLSTM layer is a forward LM's state (the word and its left "
+        "context, '1f') next to a backward LM's state (the word and its right context, '1b'), concatenated. "
+        "Bars: a probe on each half and on the whole layer, with 95% CIs; the dashed line is the context-free "
+        "layer 0. What one half scores alone says how much that side of the context decides the label; the "
+        "gain of the whole layer over its better half is all that the concatenation adds."
+    ),
+    "oov": (
+        "Accuracy on test tokens inside vs outside a vocabulary (GloVe's 400k words, or the bundled model's "
+        "training vocabulary), with 95% CIs. GloVe gives an unknown word its zero vector, so it can only guess "
+        "from the probe's bias; ELMo builds every token from its characters, so it has a vector for every "
+        "word, and its loss on unseen words shows how far spelling and context make up for never having seen "
+        "the word."
     ),
     "overview": (
         "Part-of-speech accuracy (left) and word-sense disambiguation F1 (right) per layer, read like the "
@@ -457,6 +472,8 @@ def draw_figures(
     Per task, dataset and split: ``layer_scores_*`` (``syntax_*`` for a structural probe: its headline and
     its Spearman correlation side by side) and, when control-task accuracy rows exist, ``selectivity_*``
     (the suffix is the task, plus dataset and split when the task was scored on several); then
+    ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
+    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); then
     ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
     both layers; ``overview`` when there is a POS or WSD task.
     """
@@ -481,6 +498,13 @@ def draw_figures(
             out[f"layer_scores_{name}"] = fg.layer_scores(results, task, dataset=dataset, split=split)
         if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
             out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
+        if any(is_half(str(layer)) for layer in rows["layer"]):
+            out[f"directions_{name}"] = claims.directions(results, task, dataset=dataset, split=split)
+        for vocabulary in ("glove", "train"):
+            if f"accuracy-oov-{vocabulary}" in set(rows["metric"]):
+                out[f"oov_{vocabulary}_{name}"] = claims.oov_split(
+                    results, task, vocabulary, dataset=dataset, split=split
+                )
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
     if per_tag is not None and len(per_tag):

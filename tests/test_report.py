@@ -272,3 +272,22 @@ def test_chromium_check_fails_on_blank_page(tmp_path):
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body></body></html>", encoding="utf-8")
     assert render.main([str(blank), "--out", str(tmp_path / "shot.png"), "--window-size", "400,300"]) == 1
+
+
+def test_draw_figures_adds_direction_and_oov_figures_when_the_rows_are_there():
+    from probing.report import draw_figures
+    from probing.results import make_row
+
+    def r(layer, metric, v):
+        return make_row("upos", "d", "test", "elmo", layer, metric, v, v - 0.01, v + 0.01)
+
+    rows = [r("0", "accuracy", 0.80), r("1", "accuracy", 0.90)]
+    plain = draw_figures(pd.DataFrame(rows))
+    assert not any(k.startswith(("directions_", "oov_")) for k in plain)  # nothing asked, nothing drawn
+    rows += [r("1f", "accuracy", 0.85), r("1b", "accuracy", 0.86)]
+    rows += [r("1", "accuracy-iv-glove", 0.92), r("1", "accuracy-oov-glove", 0.70)]
+    drawn = draw_figures(pd.DataFrame(rows))
+    assert {"directions_upos", "oov_glove_upos"} <= set(drawn) and "oov_train_upos" not in drawn
+    # the directions figure draws the halves and the whole layer in percent (forward, backward, both)
+    heights = sorted(round(p.get_height(), 6) for p in drawn["directions_upos"].axes[0].patches)
+    assert heights == [85.0, 86.0, 90.0]
