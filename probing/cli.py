@@ -171,7 +171,7 @@ def _store_size(path: Path) -> int:
 @command("extract")
 def _extract(args: argparse.Namespace) -> int:
     from ._io import human_size
-    from .experiment import extract_activations
+    from .experiment.extract import extract_activations
 
     store = extract_activations(
         args.model,
@@ -251,7 +251,7 @@ def _neighbors(args: argparse.Namespace) -> int:
         return 0
 
     from .encoders import get_encoder
-    from .experiment import extract_activations
+    from .experiment.extract import extract_activations
 
     store = extract_activations(
         args.model,

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from probing._toml import ExperimentError
-from probing.encoders import Encoder, get_encoder
+from probing.encoders import Encoder
 from probing.experiment.jobs import JOBS_DIR, JobCache
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.protocols import StoreLike
@@ -357,27 +357,3 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
             f"{run.timings['total']:.1f} s -> {out_dir}"
         )
     return res
-
-
-def extract_activations(
-    model: str,
-    corpus: str,
-    split: str | None = None,
-    *,
-    path: str | os.PathLike | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    max_sentences: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    verify: bool = False,
-) -> Store:
-    """``probing extract``: the store of ``model`` (see :func:`probing.encoders.get_encoder`) on dataset
-    ``corpus``/``split`` (optionally read from ``path``), extracted once and cached; ``verify`` re-hashes
-    every chunk of a cached store and recomputes what fails."""
-    from probing.corpora import load
-    from probing.store import extract
-
-    data = load(corpus, split, path=None if path is None else Path(path))
-    if max_sentences:
-        data = data.head(max_sentences)
-    return extract(get_encoder(model, seed=seed), data, cache_dir=cache_dir, progress=progress, verify=verify)

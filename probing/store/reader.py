@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from probing._io import sha256_file
 from probing.store.format import (
@@ -27,6 +26,7 @@ from probing.store.format import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
     import torch
 
 _Match = str | bool | Collection[str] | None
@@ -163,6 +163,8 @@ class Store:
         A store written before the tree columns existed gets ``head`` -1, ``deprel`` and ``feats`` ``""``.
         """
         if self._tokens is None:
+            import pandas as pd
+
             self._tokens = pd.read_parquet(self.path / self.manifest["tokens"]["file"])
             for column, missing in TREE_COLUMNS.items():
                 if column not in self._tokens.columns:
