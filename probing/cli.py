@@ -99,13 +99,14 @@ def _embed(args: argparse.Namespace) -> int:
         model = Elmo.from_pretrained(args.model, stateful=args.stateful, precision=args.precision)
     else:
         model = Elmo.from_files(args.options, args.weights, stateful=args.stateful, precision=args.precision)
+    model.to_device(args.device)
     path = embed_file(
         model, args.input, args.output, batch_size=args.batch_size, layers=args.layers, progress=not args.quiet
     )
     policy = "stateful" if args.stateful else "stateless"
     print(
         f"wrote {path}: layers={args.layers} of {model.num_layers} (dim {model.output_dim}), {policy}, "
-        f"{args.precision}, model {model.source}"
+        f"{args.precision}, {model.device}, model {model.source}"
     )
     return 0
 
@@ -183,6 +184,7 @@ def _extract(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.quiet,
         verify=args.verify,
+        device=args.device,
     )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
@@ -201,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below, once, from provenance
-        res = run_experiment(exp, args.out, progress=not args.quiet)
+        res = run_experiment(exp, args.out, progress=not args.quiet, device=args.device)
     summary = res.summary()
     print(
         f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
@@ -322,7 +324,7 @@ def _pretrain(args: argparse.Namespace) -> int:
     from .elmo.pretrain import PretrainConfig, Pretrainer
 
     if args.export_only:
-        trainer = Pretrainer(PretrainConfig(train=[]), args.out, resume=True, progress=False)
+        trainer = Pretrainer(PretrainConfig(train=[]), args.out, resume=True, progress=False, device="cpu")
     else:
         if not args.resume and not (args.train and args.options):
             raise UserError("pretrain needs --train and --options (or --resume to continue a run)")
@@ -338,13 +340,29 @@ def _pretrain(args: argparse.Namespace) -> int:
             checkpoint_minutes=args.checkpoint_minutes,
             precision=args.precision,
         )
-        trainer = Pretrainer(config, args.out, resume=args.resume)
+        trainer = Pretrainer(config, args.out, resume=args.resume, device=args.device)
         if args.resume:
             trainer.extend_budget(max_tokens=args.max_tokens, hours=args.hours)
         trainer.run()
     path = trainer.export(Path(args.out) / "export", dtype=args.export_dtype)
     print(f"exported options.json + weights.hdf5 to {path}")
     return 0
+
+
+def _device_name(text: str) -> str:
+    """argparse ``type=`` for ``--device``: the spelling is checked at parse time, the hardware when used."""
+    from .devices import DeviceError, check_device_name
+
+    try:
+        return check_device_name(text)
+    except DeviceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _device(p: argparse.ArgumentParser) -> None:
+    from .devices import DEVICE_HELP
+
+    p.add_argument("--device", type=_device_name, metavar="DEV", help=DEVICE_HELP)
 
 
 def _quiet(p: argparse.ArgumentParser) -> None:
@@ -417,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stateful", action="store_true", help="carry LSTM state across batches in input order, as the reference biLM"
     )
+    _device(p)
     p.add_argument(
         "--precision",
         default="fp32",
@@ -454,8 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="re-hash every chunk of a cached store (not just a sample) and recompute what is corrupt",
+        help="re-parse the corpus, re-hash every chunk of a cached store (not just a sample) and recompute what "
+        "is corrupt",
     )
+    _device(p)
 
     p = sub.add_parser(
         "run",
@@ -466,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", metavar="EXP", help="experiment TOML file, or a bundled one: default, full")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     p.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (fewer sentences)")
+    _device(p)
     _quiet(p)
 
     p = sub.add_parser(
@@ -553,6 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="minutes between checkpoints (default 10)",
     )
     p.add_argument("--threads", type=_integer(1, 4096), default=2, help="torch threads (default 2)")
+    _device(p)
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument(
         "--precision",

@@ -234,7 +234,9 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
     }
 
 
-def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True) -> Results:
+def run_experiment(
+    exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True, device: str | None = None
+) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
     ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
 
@@ -243,9 +245,21 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
     ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (a test split that is the
     training split, a C chosen at an end of the grid, a fit that hit max_iter) under ``warnings``; they are
-    also issued as ``UserWarning``s."""
+    also issued as ``UserWarning``s.
+
+    ``device`` runs every model and probe there (:func:`probing.devices.use_device`; default CUDA when
+    available, else CPU); provenance records it under ``device``. It is in no cache key: results on every
+    device agree within DESIGN.md's tolerance."""
+    from probing.devices import use_device
+
+    with use_device(device):
+        return _run_experiment(exp, out_dir, progress)
+
+
+def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool) -> Results:
     from tqdm.auto import tqdm
 
+    from probing.devices import describe, resolve_device
     from probing.paths import cache_dir
 
     t_start = time.time()
@@ -338,6 +352,7 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         warnings=run.warnings,
         cached_jobs=cached,
         timings=run.timings,
+        device=describe(resolve_device()),
     )
     write_results(results, out_dir, prov)
     write_side_table(mix, out_dir, "mix_weights")

@@ -720,6 +720,7 @@ class _Extraction:
                 for c, ch in enumerate(self.journal["chunks"])
             ],
             "versions": _versions(),
+            "device": getattr(self.encoder, "device_used", None),
             "timings": {
                 "scan_s": round(self.scan_s, 3),
                 "encode_s": round(encode_s, 3),
