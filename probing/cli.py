@@ -185,6 +185,8 @@ def _extract(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         verify=args.verify,
         device=args.device,
+        ray=args.ray,
+        shards=args.shards,
     )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
@@ -477,6 +479,17 @@ def build_parser() -> argparse.ArgumentParser:
         "is corrupt",
     )
     _device(p)
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="extract shards as Ray tasks: on a local Ray started for the run, or on the cluster at ADDRESS "
+        "(auto, ray://HEAD:10001); the cache must be on a filesystem every node mounts",
+    )
+    p.add_argument(
+        "--shards", type=_integer(1, 100_000), default=1, metavar="N", help="with --ray: Ray tasks (default 1)"
+    )
 
     p = sub.add_parser(
         "run",

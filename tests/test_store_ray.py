@@ -21,7 +21,7 @@ def local_ray():
         ray.shutdown()
     # the fakes live in tests/, which Ray workers cannot import: ship them by value
     ray.cloudpickle.register_pickle_by_value(test_store_fakes)
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
     ray.cloudpickle.unregister_pickle_by_value(test_store_fakes)
@@ -45,3 +45,27 @@ def test_extract_ray_equals_a_single_process_extraction(tmp_path, local_ray):
     # a second call is a cache hit on the driver: no task runs, the encoder's model is never touched
     again = extract_ray(lambda: MetadataOnly(FakeEncoder(dim=8)), corpus_factory, 3, cache_dir=tmp_path / "ray", **kw)
     assert isinstance(again, Store) and again.path == store.path
+
+
+@pytest.mark.slow  # a real local Ray (2 CPUs) encoding with the bundled model
+def test_probing_extract_ray_shards_give_the_single_process_store(tmp_path, local_ray, capsys):
+    """``probing extract --ray --shards 2`` (the bundled model, demo-ud dev, first 30 sentences): the key of
+    a single-process extraction, the same token table, and every value within one fp16 step of it (the
+    shards batch sentences differently, and batch composition moves fp32 GEMM results by rounding only)."""
+    from probing.cli import main
+    from probing.experiment import extract_activations
+
+    args = ["extract", "--model", "default", "--corpus", "demo-ud", "--split", "dev", "--max-sentences", "30"]
+    assert main([*args, "--cache", str(tmp_path / "ray"), "--device", "cpu", "--ray", "--shards", "2", "-q"]) == 0
+    printed = capsys.readouterr().out
+    whole = extract_activations(
+        "default", "demo-ud", "dev", max_sentences=30, cache_dir=tmp_path / "one", device="cpu", progress=False
+    )
+    assert f"store: {tmp_path / 'ray' / whole.path.name}" in printed
+    sharded = Store.open(tmp_path / "ray" / whole.path.name)
+    assert [m["index"] for m in sharded.manifest["merged_from"]] == [0, 1]
+    assert sharded.tokens.equals(whole.tokens)
+    for k in range(len(whole.layer_names)):
+        a, b = whole.layer(k).astype(np.float32), sharded.layer(k).astype(np.float32)
+        step = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(np.float16)).astype(np.float32)
+        assert (np.abs(a - b) <= step).all(), f"layer {k}: more than one fp16 step apart"

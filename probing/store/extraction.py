@@ -185,6 +185,13 @@ def _read_once(corpus: CorpusLike, root: Path, verify: bool) -> Iterator[tuple[s
         os.close(fd)
 
 
+def corpus_fingerprint(corpus: CorpusLike, cache_dir: str | os.PathLike | None = None) -> str:
+    """``corpus``'s fingerprint, memoised in the store root like :func:`extract` does (no parse while the
+    corpus's files are unchanged)."""
+    with _read_once(corpus, store_root(cache_dir), False) as (fp, _, _):
+        return fp
+
+
 _CORPUS_COPY = re.compile(r"\.corpus-(\d+)-\w+\.jsonl")  # held_temp's names for _read_once's copies
 
 
