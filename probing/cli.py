@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below, once, from provenance
-        res = run_experiment(exp, args.out, progress=not args.quiet, device=args.device)
+        res = run_experiment(exp, args.out, progress=not args.quiet, device=args.device, ray=args.ray)
     summary = res.summary()
     print(
         f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
@@ -501,6 +501,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     p.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (fewer sentences)")
     _device(p)
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run the probe jobs as Ray tasks: on a local Ray started for the run, or on the cluster at ADDRESS "
+        '(as [run] backend = "ray" in the file)',
+    )
     _quiet(p)
 
     p = sub.add_parser(

@@ -69,3 +69,64 @@ def test_probing_extract_ray_shards_give_the_single_process_store(tmp_path, loca
         a, b = whole.layer(k).astype(np.float32), sharded.layer(k).astype(np.float32)
         step = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(np.float16)).astype(np.float32)
         assert (np.abs(a - b) <= step).all(), f"layer {k}: more than one fp16 step apart"
+
+
+RUN_TOML = """
+[experiment]
+name = "ray-vs-local"
+seeds = [0]
+bootstrap = 50
+max_sentences = 40
+
+[probe]
+C = [1.0]
+max_iter = 30
+mix_max_iter = 30
+
+[[encoders]]
+name = "elmo"
+kind = "elmo"
+options = "elmo_allennlp/options.json"
+weights = "elmo_allennlp/lm_weights.hdf5"
+
+[[encoders]]
+name = "glove"
+kind = "glove"
+vectors = "glove/tiny.glove.txt"
+
+[[tasks]]
+name = "upos"
+kind = "tagging"
+label = "upos"
+train = "demo-ud:train"
+dev = "demo-ud:dev"
+test = ["demo-ud:test"]
+"""
+
+
+@pytest.mark.slow  # a real local Ray (2 CPUs) running two probe jobs
+def test_probe_jobs_on_ray_give_the_rows_of_the_local_run(tmp_path, local_ray):
+    """``run_experiment(..., ray="local")`` (``probing run --ray``) runs each uncached job as a Ray task: the same
+    code, seeds and stores, so the results, mix weights and per-tag tables equal the local run's exactly; a
+    second Ray run is served from the job cache without any task."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from probing.experiment import parse_experiment, run_experiment
+
+    fix = Path(__file__).parent / "fixtures"
+    runs = {}
+    for name, ray_address in (("local", None), ("ray", "local")):
+        text = RUN_TOML.replace("[experiment]", f'[experiment]\ncache_dir = "{tmp_path / name}"')
+        exp = parse_experiment(text, base=str(fix))
+        runs[name] = run_experiment(exp, tmp_path / f"out-{name}", progress=False, ray=ray_address)
+    local, remote = runs["local"], runs["ray"]
+    assert len(local.results) > 10 and set(local.results.encoder) >= {"elmo", "glove"}
+    pd.testing.assert_frame_equal(remote.results, local.results, check_exact=True)
+    pd.testing.assert_frame_equal(remote.mix_weights, local.mix_weights, check_exact=True)
+    pd.testing.assert_frame_equal(remote.per_tag, local.per_tag, check_exact=True)
+    assert remote.provenance["cached_jobs"] == []
+    text = RUN_TOML.replace("[experiment]", f'[experiment]\ncache_dir = "{tmp_path / "ray"}"')
+    again = run_experiment(parse_experiment(text, base=str(fix)), tmp_path / "again", progress=False, ray="local")
+    assert sorted(again.provenance["cached_jobs"]) == ["upos/elmo", "upos/glove"]

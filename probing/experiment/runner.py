@@ -235,7 +235,12 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
 
 
 def run_experiment(
-    exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True, device: str | None = None
+    exp: Experiment,
+    out_dir: str | os.PathLike,
+    *,
+    progress: bool = True,
+    device: str | None = None,
+    ray: str | None = None,
 ) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
     ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
@@ -249,14 +254,47 @@ def run_experiment(
 
     ``device`` runs every model and probe there (:func:`probing.devices.use_device`; default CUDA when
     available, else CPU); provenance records it under ``device``. It is in no cache key: results on every
-    device agree within DESIGN.md's tolerance."""
+    device agree within DESIGN.md's tolerance.
+
+    ``ray`` (a Ray address, or ``"local"`` for a Ray started for the run), or ``[run] backend = "ray"`` in the
+    file (with ``address``), runs the probe jobs that are not cached as Ray tasks, in parallel; their rows are
+    those of the local run (same code, seeds and stores; the cache filesystem must be shared on a cluster).
+    Each finished job is cached as soon as it returns, so a killed driver resumes; Ray retries a task whose
+    worker died."""
     from probing.devices import use_device
 
+    address = ray if ray is not None else exp.ray_address if exp.backend == "ray" else None
     with use_device(device):
-        return _run_experiment(exp, out_dir, progress)
+        return _run_experiment(exp, out_dir, progress, address)
 
 
-def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool) -> Results:
+def _quiet(_msg: str) -> None:
+    """A job's progress callback inside a Ray task (the driver shows progress per finished job)."""
+
+
+def _run_job(kind: Any, job: Job) -> tuple[TaskOutput, float]:
+    """One probe job, timed (the body of a Ray task)."""
+    t0 = time.time()
+    return kind.run(job), time.time() - t0
+
+
+def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None:
+    """Run ``pending`` (kind, job) pairs as Ray tasks; ``done(index, output, seconds)`` as each returns."""
+    from probing.experiment.extract import init_ray
+
+    init_ray(address)
+    import ray
+
+    task = ray.remote(_run_job).options(max_retries=2)
+    refs = {task.remote(kind, job): i for i, (kind, job) in enumerate(pending)}
+    waiting = list(refs)
+    while waiting:
+        ready, waiting = ray.wait(waiting, num_returns=1)
+        out, seconds = ray.get(ready[0])
+        done(refs[ready[0]], out, seconds)
+
+
+def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool, ray_address: str | None) -> Results:
     from tqdm.auto import tqdm
 
     from probing.devices import describe, resolve_device
@@ -281,6 +319,8 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool)
     def tell(msg: str) -> None:
         bar.set_postfix_str(msg, refresh=True)
 
+    outputs: list[TaskOutput | None] = []
+    pending: list[tuple[Any, Job, int, str, str]] = []  # (kind, job, output slot, cache key, label)
     for task, enc, first in jobs:
         kind = TASK_KINDS[task.kind]
         train = run.part(enc, task.train)
@@ -302,7 +342,6 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool)
         if out is not None:
             cached.append(f"{task.name}/{enc}")
         else:
-            t0 = time.time()
             job = Job(
                 task=task.name,
                 encoder=enc,
@@ -314,11 +353,30 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool)
                 baselines=task.baselines,
                 with_baselines=first,
                 inventory=inventory,
-                progress=tell,
+                progress=tell if ray_address is None else _quiet,
             )
-            out = kind.run(job)
-            run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
+            if ray_address is not None:
+                pending.append((kind, job, len(outputs), key, f"{task.name}/{enc}"))
+                outputs.append(None)
+                continue
+            out, seconds = _run_job(kind, job)
+            run.timings[f"task {task.name}/{enc}"] = round(seconds, 3)
             cache.put(key, out)
+        outputs.append(out)
+    if pending:
+        bar.reset(total=len(pending))
+        bar.set_description(f"probing on Ray ({ray_address})")
+
+        def finished(i: int, out: TaskOutput, seconds: float) -> None:
+            _, _, slot, key, label = pending[i]
+            run.timings[f"task {label}"] = round(seconds, 3)
+            cache.put(key, out)
+            outputs[slot] = out
+            bar.update(1)
+
+        _run_on_ray(ray_address or "local", [(k, j) for k, j, *_ in pending], finished)
+    for out in outputs:
+        assert out is not None  # every pending job was filled in by finished()
         total.extend(out)
     bar.close()
 

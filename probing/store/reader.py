@@ -46,6 +46,10 @@ class Store:
         self._offsets: np.ndarray | None = None
         self.cache_hit: bool | None = None  # set by extract(): whether the store was complete before the call
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its path and manifest (a Ray task reopens the memory maps where it runs)."""
+        return (type(self), (self.path, self.manifest))
+
     @classmethod
     def open(cls, path: str | os.PathLike) -> Store:
         """Open the store at ``path``; FileNotFoundError if it has no manifest (missing or unfinished)."""
