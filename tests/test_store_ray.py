@@ -105,6 +105,7 @@ test = ["demo-ud:test"]
 
 
 @pytest.mark.slow  # a real local Ray (2 CPUs) running two probe jobs
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")  # max_iter = 30 keeps it short; both runs alike
 def test_probe_jobs_on_ray_give_the_rows_of_the_local_run(tmp_path, local_ray):
     """``run_experiment(..., ray="local")`` (``probing run --ray``) runs each uncached job as a Ray task: the same
     code, seeds and stores, so the results, mix weights and per-tag tables equal the local run's exactly; a
