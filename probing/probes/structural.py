@@ -444,8 +444,9 @@ class _StructuralProbe:
         return (sq[:, :, None] + sq[:, None, :] - 2 * (t @ t.transpose(1, 2))).clamp_min(0)
 
     def _batch(
-        self, X: Sequence, idx: Sequence[int], dim: int, device: torch.device
+        self, X: Sequence, idx: Sequence[int], dim: int, device: torch.device | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentences ``idx`` zero-padded into ``(b, T, dim)`` fp32 and their lengths ``(b,)``, on ``device``."""
         sents = [np.asarray(X[i], dtype=np.float32) for i in idx]
         lengths = torch.tensor([len(s) for s in sents])
         x = torch.zeros(len(sents), int(lengths.max()), dim)
@@ -453,7 +454,7 @@ class _StructuralProbe:
             if s.ndim != 2 or s.shape[1] != dim:
                 raise InputError(f"sentence {idx[b]}: vectors have shape {s.shape}, expected (n_words, {dim})")
             x[b, : len(s)] = torch.from_numpy(s)
-        return x.to(device), lengths.to(device)
+        return (x, lengths) if device is None else (x.to(device), lengths.to(device))
 
     def _loss(self, pred: torch.Tensor, labels: list[np.ndarray], lengths: torch.Tensor) -> torch.Tensor:
         """L1 per sentence over its real words (pairs), / n^2 (distance) or / n (depth); mean over sentences."""
