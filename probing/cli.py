@@ -99,13 +99,14 @@ def _embed(args: argparse.Namespace) -> int:
         model = Elmo.from_pretrained(args.model, stateful=args.stateful, precision=args.precision)
     else:
         model = Elmo.from_files(args.options, args.weights, stateful=args.stateful, precision=args.precision)
+    model.to_device(args.device)
     path = embed_file(
         model, args.input, args.output, batch_size=args.batch_size, layers=args.layers, progress=not args.quiet
     )
     policy = "stateful" if args.stateful else "stateless"
     print(
         f"wrote {path}: layers={args.layers} of {model.num_layers} (dim {model.output_dim}), {policy}, "
-        f"{args.precision}, model {model.source}"
+        f"{args.precision}, {model.device}, model {model.source}"
     )
     return 0
 
@@ -171,7 +172,7 @@ def _store_size(path: Path) -> int:
 @command("extract")
 def _extract(args: argparse.Namespace) -> int:
     from ._io import human_size
-    from .experiment import extract_activations
+    from .experiment.extract import extract_activations
 
     store = extract_activations(
         args.model,
@@ -183,6 +184,9 @@ def _extract(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.quiet,
         verify=args.verify,
+        device=args.device,
+        ray=args.ray,
+        shards=args.shards,
     )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
@@ -201,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below, once, from provenance
-        res = run_experiment(exp, args.out, progress=not args.quiet)
+        res = run_experiment(exp, args.out, progress=not args.quiet, device=args.device, ray=args.ray)
     summary = res.summary()
     print(
         f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
@@ -251,7 +255,7 @@ def _neighbors(args: argparse.Namespace) -> int:
         return 0
 
     from .encoders import get_encoder
-    from .experiment import extract_activations
+    from .experiment.extract import extract_activations
 
     store = extract_activations(
         args.model,
@@ -375,7 +379,7 @@ def _pretrain(args: argparse.Namespace) -> int:
     from .elmo.pretrain import PretrainConfig, Pretrainer
 
     if args.export_only:
-        trainer = Pretrainer(PretrainConfig(train=[]), args.out, resume=True, progress=False)
+        trainer = Pretrainer(PretrainConfig(train=[]), args.out, resume=True, progress=False, device="cpu")
     else:
         if not args.resume and not (args.train and args.options):
             raise UserError("pretrain needs --train and --options (or --resume to continue a run)")
@@ -391,13 +395,29 @@ def _pretrain(args: argparse.Namespace) -> int:
             checkpoint_minutes=args.checkpoint_minutes,
             precision=args.precision,
         )
-        trainer = Pretrainer(config, args.out, resume=args.resume)
+        trainer = Pretrainer(config, args.out, resume=args.resume, device=args.device)
         if args.resume:
             trainer.extend_budget(max_tokens=args.max_tokens, hours=args.hours)
         trainer.run()
     path = trainer.export(Path(args.out) / "export", dtype=args.export_dtype)
     print(f"exported options.json + weights.hdf5 to {path}")
     return 0
+
+
+def _device_name(text: str) -> str:
+    """argparse ``type=`` for ``--device``: the spelling is checked at parse time, the hardware when used."""
+    from .devices import DeviceError, check_device_name
+
+    try:
+        return check_device_name(text)
+    except DeviceError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _device(p: argparse.ArgumentParser) -> None:
+    from .devices import DEVICE_HELP
+
+    p.add_argument("--device", type=_device_name, metavar="DEV", help=DEVICE_HELP)
 
 
 def _quiet(p: argparse.ArgumentParser) -> None:
@@ -470,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stateful", action="store_true", help="carry LSTM state across batches in input order, as the reference biLM"
     )
+    _device(p)
     p.add_argument(
         "--precision",
         default="fp32",
@@ -507,7 +528,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="re-hash every chunk of a cached store (not just a sample) and recompute what is corrupt",
+        help="re-parse the corpus, re-hash every chunk of a cached store (not just a sample) and recompute what "
+        "is corrupt",
+    )
+    _device(p)
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="extract shards as Ray tasks: on a local Ray started for the run, or on the cluster at ADDRESS "
+        "(auto, ray://HEAD:10001); the cache must be on a filesystem every node mounts",
+    )
+    p.add_argument(
+        "--shards", type=_integer(1, 100_000), default=1, metavar="N", help="with --ray: Ray tasks (default 1)"
     )
 
     p = sub.add_parser(
@@ -519,6 +553,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", metavar="EXP", help="experiment TOML file, or a bundled one: default, full")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     p.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (fewer sentences)")
+    _device(p)
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run the probe jobs as Ray tasks: on a local Ray started for the run, or on the cluster at ADDRESS "
+        '(as [run] backend = "ray" in the file)',
+    )
     _quiet(p)
 
     p = sub.add_parser(
@@ -625,6 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="minutes between checkpoints (default 10)",
     )
     p.add_argument("--threads", type=_integer(1, 4096), default=2, help="torch threads (default 2)")
+    _device(p)
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument(
         "--precision",

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from probing._io import sha256_file, source_digest
+from probing.devices import check_device_name
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError
 from probing.protocols import EncoderLike
@@ -87,8 +88,9 @@ class _LazyElmo:
     batch_size: int
     stateful: bool
 
-    def __init__(self) -> None:
+    def __init__(self, device: str | None = None) -> None:
         self._model = None
+        self.device = None if device is None else check_device_name(device)
 
     @property
     def layer_names(self) -> list[str]:
@@ -107,8 +109,13 @@ class _LazyElmo:
     def model(self):
         """The :class:`~probing.elmo.Elmo`, built now if it was not yet."""
         if self._model is None:
-            self._model = self._build()
+            self._model = self._build().to_device(self.device)
         return self._model
+
+    @property
+    def device_used(self) -> str | None:
+        """The device the built model runs on (None before it is built); not part of the fingerprint."""
+        return None if self._model is None else str(self._model.device)
 
     def _build(self):
         raise NotImplementedError
@@ -143,8 +150,9 @@ class ElmoEncoder(_LazyElmo):
         stateful: bool = False,
         batch_size: int = 64,
         name: str | None = None,
+        device: str | None = None,
     ):
-        super().__init__()
+        super().__init__(device)
         self.options_path: Path | None = Path(options_path)
         self.weights_path: Path | None = Path(weights_path)
         if not self.weights_path.is_file():
@@ -161,7 +169,13 @@ class ElmoEncoder(_LazyElmo):
 
     @classmethod
     def pretrained(
-        cls, name: str = "default", *, stateful: bool = False, batch_size: int = 64, encoder_name: str | None = None
+        cls,
+        name: str = "default",
+        *,
+        stateful: bool = False,
+        batch_size: int = 64,
+        encoder_name: str | None = None,
+        device: str | None = None,
     ) -> ElmoEncoder:
         """A registered checkpoint (``probing.elmo.hub``): ``default`` is the bundled model; official
         ones are downloaded once. The encoder is called ``elmo`` for ``default``, else ``elmo-<name>``."""
@@ -174,15 +188,19 @@ class ElmoEncoder(_LazyElmo):
             stateful=stateful,
             batch_size=batch_size,
             name=encoder_name or ("elmo" if name == "default" else f"elmo-{name}"),
+            device=device,
         )
         enc.source = f"{name} ({weights})"
         return enc
 
     @classmethod
-    def from_model(cls, elmo, *, batch_size: int = 64, name: str | None = None) -> ElmoEncoder:
-        """Wrap an in-memory :class:`~probing.elmo.Elmo`; its fingerprint covers its weights."""
+    def from_model(
+        cls, elmo, *, batch_size: int = 64, name: str | None = None, device: str | None = None
+    ) -> ElmoEncoder:
+        """Wrap an in-memory :class:`~probing.elmo.Elmo`; its fingerprint covers its weights. The model stays
+        on its device unless ``device`` is given."""
         enc = cls.__new__(cls)
-        _LazyElmo.__init__(enc)
+        _LazyElmo.__init__(enc, device)
         enc.options_path = None
         enc.weights_path = None
         enc.options = elmo.options
@@ -194,7 +212,7 @@ class ElmoEncoder(_LazyElmo):
         enc.source = getattr(elmo, "source", "in-memory Elmo")
         enc._fingerprint = None
         enc._model_fingerprint = elmo.fingerprint
-        enc._model = elmo
+        enc._model = elmo if device is None else elmo.to_device(device)
         return enc
 
     @property
@@ -233,8 +251,9 @@ class RandomElmoEncoder(_LazyElmo):
         *,
         batch_size: int = 64,
         name: str = "random-elmo",
+        device: str | None = None,
     ):
-        super().__init__()
+        super().__init__(device)
         self.options = _as_options(options)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InputError(f"seed must be an integer, got {seed!r}")
@@ -301,7 +320,13 @@ class GloveEncoder:
 
 
 def get_encoder(
-    model: str, *, seed: int = 0, stateful: bool = False, batch_size: int = 64, name: str | None = None
+    model: str,
+    *,
+    seed: int = 0,
+    stateful: bool = False,
+    batch_size: int = 64,
+    name: str | None = None,
+    device: str | None = None,
 ) -> Encoder:
     """An encoder from a short description (what ``probing extract --model`` takes):
 
@@ -310,6 +335,9 @@ def get_encoder(
       or a folder or options.json path), seeded with ``seed``;
     * a registry name (``default``, ``small``, ``original``, ...);
     * a folder holding ``options.json`` and ``weights.hdf5``.
+
+    ``device`` (ELMo models; GloVe is a table lookup) is where the model runs, see
+    :func:`probing.devices.resolve_device`; it is not part of the fingerprint.
     """
     if model in ("glove", "glove-6b-50d"):
         enc = GloveEncoder.glove_6b_50d()
@@ -322,11 +350,18 @@ def get_encoder(
         return GloveEncoder(Vectors.from_file(model[len("glove:") :]), name=name or "glove")
     if model == "random-elmo" or model.startswith("random-elmo:"):
         base = model.partition(":")[2] or "default"
-        return RandomElmoEncoder(elmo_options_path(base), seed=seed, batch_size=batch_size, name=name or "random-elmo")
+        return RandomElmoEncoder(
+            elmo_options_path(base), seed=seed, batch_size=batch_size, name=name or "random-elmo", device=device
+        )
     path = Path(model).expanduser()
     if path.is_dir():
         return ElmoEncoder(
-            path / "options.json", _weights_in(path), stateful=stateful, batch_size=batch_size, name=name or "elmo"
+            path / "options.json",
+            _weights_in(path),
+            stateful=stateful,
+            batch_size=batch_size,
+            name=name or "elmo",
+            device=device,
         )
     from probing.elmo.hub import REGISTRY
 
@@ -335,7 +370,7 @@ def get_encoder(
             f"model {model!r} is neither a folder with options.json and weights.hdf5 nor a known name "
             f"(glove, glove:PATH, random-elmo[:MODEL], {', '.join(REGISTRY)})"
         )
-    return ElmoEncoder.pretrained(model, stateful=stateful, batch_size=batch_size, encoder_name=name)
+    return ElmoEncoder.pretrained(model, stateful=stateful, batch_size=batch_size, encoder_name=name, device=device)
 
 
 def _weights_in(folder: Path) -> Path:

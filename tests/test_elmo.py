@@ -7,6 +7,7 @@ activations computed by the original implementations; its README says how they w
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -22,6 +23,7 @@ FIX = Path(__file__).parent / "fixtures" / "elmo_allennlp"
 OPTIONS = FIX / "options.json"
 WEIGHTS = FIX / "lm_weights.hdf5"
 TOL = 1e-5  # the issue's conformance bound; observed diffs are about 1e-6
+DEVICE = os.environ.get("PROBING_TEST_DEVICE", "cpu")  # benchmarks/device_check.sh runs these on a GPU too
 
 
 def lines() -> list[list[str]]:
@@ -30,11 +32,11 @@ def lines() -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def stateless() -> Elmo:
-    return Elmo.from_files(OPTIONS, WEIGHTS)
+    return Elmo.from_files(OPTIONS, WEIGHTS).to_device(DEVICE)
 
 
 def test_stateful_reproduces_reference_all_layers():
-    model = Elmo.from_files(OPTIONS, WEIGHTS, stateful=True)
+    model = Elmo.from_files(OPTIONS, WEIGHTS, stateful=True).to_device(DEVICE)
     sents = lines()
     with h5py.File(FIX / "expected_all_layers.hdf5", "r") as exp:
         for start in range(0, len(sents), 3):  # the reference fed batches of 3, in order
@@ -46,7 +48,7 @@ def test_stateful_reproduces_reference_all_layers():
 
 def test_stateful_top_layer_matches_tensorflow():
     """bilm-tf's own top-layer output for sentences[k][i], fed as batch i row k."""
-    model = Elmo.from_files(OPTIONS, WEIGHTS, stateful=True)
+    model = Elmo.from_files(OPTIONS, WEIGHTS, stateful=True).to_device(DEVICE)
     groups = json.loads((FIX / "sentences.json").read_text())
     tf = [h5py.File(FIX / f"lm_embeddings_{k}.hdf5", "r") for k in range(3)]
     for i in range(10):
@@ -104,7 +106,7 @@ def test_stateless_random_original_architecture_is_batch_invariant():
             },
         }
     )
-    model = Elmo.random(opts, seed=1)
+    model = Elmo.random(opts, seed=1).to_device(DEVICE)
     sents = [["a"] * n for n in (1, 7, 3)] + [["The", "cat", "sat", "."]]
     alone = [model.embed([s])[0] for s in sents]
     for out, ref in zip(model.embed(sents[::-1], batch_size=4)[::-1], alone):

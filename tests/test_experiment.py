@@ -376,3 +376,19 @@ def test_quick_overrides_apply():
     assert (q.max_sentences, q.probe.seeds, q.probe.n_boot) == (7, (5,), 200)  # bootstrap: the quick default
     assert (exp.max_sentences, exp.probe.seeds) == (N, (0, 1))
     assert math.isclose(q.probe.Cs[0], 1.0)
+
+
+def test_run_table_selects_the_backend_and_is_checked():
+    """``[run] backend = "ray"`` (with an optional ``address``) asks run_experiment for Ray; the default is local,
+    and anything else is an error naming the key and the choices."""
+    base = '[[encoders]]\nkind = "glove"\n[[tasks]]\nname = "t"\nkind = "tagging"\nlabel = "upos"\ntrain = "demo-ud:train"\n'
+    base += 'test = ["demo-ud:test"]\n'
+    exp = parse_experiment(base)
+    assert (exp.backend, exp.ray_address) == ("local", "local")
+    ray_exp = parse_experiment('[run]\nbackend = "ray"\naddress = "auto"\n' + base)
+    assert (ray_exp.backend, ray_exp.ray_address) == ("ray", "auto")
+    assert ray_exp.to_dict()["run"] == {"backend": "ray", "address": "auto"}
+    with pytest.raises(ExperimentError, match="backend"):
+        parse_experiment('[run]\nbackend = "dask"\n' + base)
+    with pytest.raises(ExperimentError, match="workers"):
+        parse_experiment("[run]\nworkers = 4\n" + base)

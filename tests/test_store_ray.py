@@ -21,7 +21,7 @@ def local_ray():
         ray.shutdown()
     # the fakes live in tests/, which Ray workers cannot import: ship them by value
     ray.cloudpickle.register_pickle_by_value(test_store_fakes)
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
     ray.cloudpickle.unregister_pickle_by_value(test_store_fakes)
@@ -45,3 +45,89 @@ def test_extract_ray_equals_a_single_process_extraction(tmp_path, local_ray):
     # a second call is a cache hit on the driver: no task runs, the encoder's model is never touched
     again = extract_ray(lambda: MetadataOnly(FakeEncoder(dim=8)), corpus_factory, 3, cache_dir=tmp_path / "ray", **kw)
     assert isinstance(again, Store) and again.path == store.path
+
+
+@pytest.mark.slow  # a real local Ray (2 CPUs) encoding with the bundled model
+def test_probing_extract_ray_shards_give_the_single_process_store(tmp_path, local_ray, capsys):
+    """``probing extract --ray --shards 2`` (the bundled model, demo-ud dev, first 30 sentences): the key of
+    a single-process extraction, the same token table, and every value within one fp16 step of it (the
+    shards batch sentences differently, and batch composition moves fp32 GEMM results by rounding only)."""
+    from probing.cli import main
+    from probing.experiment import extract_activations
+
+    args = ["extract", "--model", "default", "--corpus", "demo-ud", "--split", "dev", "--max-sentences", "30"]
+    assert main([*args, "--cache", str(tmp_path / "ray"), "--device", "cpu", "--ray", "--shards", "2", "-q"]) == 0
+    printed = capsys.readouterr().out
+    whole = extract_activations(
+        "default", "demo-ud", "dev", max_sentences=30, cache_dir=tmp_path / "one", device="cpu", progress=False
+    )
+    assert f"store: {tmp_path / 'ray' / whole.path.name}" in printed
+    sharded = Store.open(tmp_path / "ray" / whole.path.name)
+    assert [m["index"] for m in sharded.manifest["merged_from"]] == [0, 1]
+    assert sharded.tokens.equals(whole.tokens)
+    for k in range(len(whole.layer_names)):
+        a, b = whole.layer(k).astype(np.float32), sharded.layer(k).astype(np.float32)
+        step = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(np.float16)).astype(np.float32)
+        assert (np.abs(a - b) <= step).all(), f"layer {k}: more than one fp16 step apart"
+
+
+RUN_TOML = """
+[experiment]
+name = "ray-vs-local"
+seeds = [0]
+bootstrap = 50
+max_sentences = 40
+
+[probe]
+C = [1.0]
+max_iter = 30
+mix_max_iter = 30
+
+[[encoders]]
+name = "elmo"
+kind = "elmo"
+options = "elmo_allennlp/options.json"
+weights = "elmo_allennlp/lm_weights.hdf5"
+
+[[encoders]]
+name = "glove"
+kind = "glove"
+vectors = "glove/tiny.glove.txt"
+
+[[tasks]]
+name = "upos"
+kind = "tagging"
+label = "upos"
+train = "demo-ud:train"
+dev = "demo-ud:dev"
+test = ["demo-ud:test"]
+"""
+
+
+@pytest.mark.slow  # a real local Ray (2 CPUs) running two probe jobs
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter")  # max_iter = 30 keeps it short; both runs alike
+def test_probe_jobs_on_ray_give_the_rows_of_the_local_run(tmp_path, local_ray):
+    """``run_experiment(..., ray="local")`` (``probing run --ray``) runs each uncached job as a Ray task: the same
+    code, seeds and stores, so the results, mix weights and per-tag tables equal the local run's exactly; a
+    second Ray run is served from the job cache without any task."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from probing.experiment import parse_experiment, run_experiment
+
+    fix = Path(__file__).parent / "fixtures"
+    runs = {}
+    for name, ray_address in (("local", None), ("ray", "local")):
+        text = RUN_TOML.replace("[experiment]", f'[experiment]\ncache_dir = "{tmp_path / name}"')
+        exp = parse_experiment(text, base=str(fix))
+        runs[name] = run_experiment(exp, tmp_path / f"out-{name}", progress=False, ray=ray_address)
+    local, remote = runs["local"], runs["ray"]
+    assert len(local.results) > 10 and set(local.results.encoder) >= {"elmo", "glove"}
+    pd.testing.assert_frame_equal(remote.results, local.results, check_exact=True)
+    pd.testing.assert_frame_equal(remote.mix_weights, local.mix_weights, check_exact=True)
+    pd.testing.assert_frame_equal(remote.per_tag, local.per_tag, check_exact=True)
+    assert remote.provenance["cached_jobs"] == []
+    text = RUN_TOML.replace("[experiment]", f'[experiment]\ncache_dir = "{tmp_path / "ray"}"')
+    again = run_experiment(parse_experiment(text, base=str(fix)), tmp_path / "again", progress=False, ray="local")
+    assert sorted(again.provenance["cached_jobs"]) == ["upos/elmo", "upos/glove"]

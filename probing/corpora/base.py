@@ -6,14 +6,16 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from probing.errors import InputError, ProbingError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ANNOTATIONS = ("upos", "xpos", "lemmas", "senses", "instance_ids", "heads", "deprels", "feats")
 TREE_FIELDS = ("heads", "deprels", "feats")
@@ -117,6 +119,42 @@ def make_sentence(where: str, **fields) -> Sentence:
         raise CorpusFormatError(f"{where}: {e}") from None
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a corpus's sentences come from: its input ``files`` (as given), the ``reader`` (its name and a
+    digest of its code) and the reader's ``options`` (e.g. which documents, the first n sentences).
+
+    Equal origins over unchanged files give equal sentences, which lets the store memoise a corpus's
+    fingerprint and sentence lengths (see :mod:`probing.store.memo`) instead of parsing it on every hit.
+    """
+
+    files: tuple[Path, ...]
+    reader: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    def with_option(self, name: str, value: object) -> Origin:
+        """This origin narrowed by one more option (applied after the earlier ones)."""
+        return replace(self, options=(*self.options, (name, str(value))))
+
+
+def reader_version(module_file: str, *dists: str) -> str:
+    """A reader's version: a digest of its module, of this base module and ``_files.py`` (the text rules), and
+    the versions of the libraries ``dists`` it parses with; it changes whenever the reader's output can."""
+    import importlib.metadata
+
+    from probing._io import source_digest
+
+    here = Path(__file__).parent
+    names = sorted({Path(module_file).name, "base.py", "_files.py"})
+    libs = []
+    for dist in dists:
+        try:
+            libs.append(f"{dist}={importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            libs.append(f"{dist}=?")
+    return f"{Path(module_file).stem}:{source_digest(here, names)[:16]}:{','.join(libs)}"
+
+
 def _fingerprint_record(s: Sentence) -> bytes:
     senses = None if s.senses is None else [list(t) for t in s.senses]
     record: list = [s.id, s.doc_id, s.words, s.upos, s.xpos, s.lemmas, senses, s.instance_ids]
@@ -130,7 +168,8 @@ class Corpus:
 
     ``sentences`` is a zero-argument callable returning a fresh iterator, so nothing is held in memory
     between passes. ``source`` says where the sentences come from (a path or a description) and
-    ``license`` is a short licence name.
+    ``license`` is a short licence name. ``origin`` (set by the file readers, None for sentences built in
+    memory) names the files and reader the sentences come from, so the store can memoise the fingerprint.
     """
 
     def __init__(
@@ -141,6 +180,7 @@ class Corpus:
         split: str,
         source: str = "",
         license: str = "",
+        origin: Origin | None = None,
     ) -> None:
         if not callable(sentences):
             raise TypeError("Corpus needs a zero-argument callable that returns an iterator of Sentences")
@@ -149,6 +189,7 @@ class Corpus:
         self.split = split
         self.source = source
         self.license = license
+        self.origin = origin
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sentence], *, name: str, split: str = "all", **kwargs) -> Corpus:
@@ -177,7 +218,12 @@ class Corpus:
                     close()
 
         return Corpus(
-            first, name=self.name, split=self.split, source=f"{self.source} [first {n} sentences]", license=self.license
+            first,
+            name=self.name,
+            split=self.split,
+            source=f"{self.source} [first {n} sentences]",
+            license=self.license,
+            origin=None if self.origin is None else self.origin.with_option("head", n),
         )
 
     def fingerprint(self) -> str:
@@ -250,6 +296,8 @@ class Corpus:
     def token_table(self) -> pd.DataFrame:
         """One row per token with DESIGN.md's token-table columns (all but ``oov``); missing values are ``""``
         (``head``: -1; otherwise the 1-based head position, 0 for the root)."""
+        import pandas as pd
+
         cols: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
         for s in self:
             n = len(s.words)

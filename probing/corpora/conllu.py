@@ -22,7 +22,7 @@ import conllu as _conllu
 from conllu.exceptions import ParseException
 
 from probing.corpora._files import base_name, numbered_lines, require_file
-from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
+from probing.corpora.base import Corpus, CorpusFormatError, Origin, Sentence, make_sentence, reader_version
 
 _N_COLUMNS = 10
 _FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel")  # DEPS and MISC are only counted
@@ -163,5 +163,10 @@ def read_conllu(path: str | Path, *, name: str | None = None, split: str = "all"
     """Stream a CoNLL-U file (``.gz`` read transparently) as a Corpus."""
     path = require_file(path)
     return Corpus(
-        lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path), license=license
+        lambda: _sentences(path),
+        name=name or base_name(path),
+        split=split,
+        source=str(path),
+        license=license,
+        origin=Origin((path,), reader_version(__file__, "conllu")),
     )

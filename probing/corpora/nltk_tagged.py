@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probing.corpora.base import Corpus, Sentence, make_sentence
+from probing.corpora.base import Corpus, Origin, Sentence, make_sentence, reader_version
 from probing.errors import InputError
 from probing.paths import resources_dir
 
@@ -164,4 +164,22 @@ def read_nltk_tagged(
         split=split,
         source=f"{Path(nltk_dir) / 'corpora' / NLTK_CORPORA[corpus].subdir} (NLTK {corpus})",
         license=license,
+        origin=_origin(corpus, reader, chosen),
+    )
+
+
+def _origin(corpus: str, reader, fileids: list[str]) -> Origin | None:
+    """The files NLTK reads ``fileids`` from (the package's zip, or each file of an unzipped folder) and the
+    bundled tag map."""
+    root = reader.root
+    zipped = getattr(root, "zipfile", None)
+    if zipped is not None:
+        files: tuple[Path, ...] = (Path(zipped.filename),)
+    elif isinstance(getattr(root, "path", None), str):
+        files = tuple(Path(root.path) / f for f in fileids)
+    else:
+        return None
+    tag_map = resources_dir() / "data" / "universal_tagset" / f"{NLTK_CORPORA[corpus].tag_map}.map"
+    return Origin(
+        (*files, tag_map), reader_version(__file__, "nltk"), (("corpus", corpus), ("fileids", " ".join(fileids)))
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from probing.corpora._files import base_name, numbered_lines, open_binary, require_file, with_gz
-from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
+from probing.corpora.base import Corpus, CorpusFormatError, Origin, Sentence, make_sentence, reader_version
 
 
 class _GoldKeys:
@@ -172,4 +172,5 @@ def read_raganato(
         split=split,
         source=str(data),
         license=license,
+        origin=Origin((data, key), reader_version(__file__)),
     )

@@ -26,18 +26,20 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from probing._io import atomic_path
 from probing.corpora._files import with_gz
-from probing.corpora.base import Corpus
+from probing.corpora.base import Corpus, reader_version
 from probing.corpora.conllu import read_conllu
 from probing.corpora.nltk_tagged import has_corpus, read_nltk_tagged
 from probing.corpora.raganato import read_raganato
 from probing.corpora.text import read_text
 from probing.errors import InputError, ProbingError
 from probing.paths import cache_dir, data_dir, resources_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 UD_EWT_URL = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/{file}"
 UD_EWT_FILES = {  # file name: (sha256, bytes), from shared/data/ud/en_ewt/README.md
@@ -354,7 +356,14 @@ def _documents_where(corpus: Corpus, keep: Callable[[int], bool], split: str) ->
                 yield s
 
     return Corpus(
-        sentences, name=corpus.name, split=split, source=f"{corpus.source} [{split} documents]", license=corpus.license
+        sentences,
+        name=corpus.name,
+        split=split,
+        source=f"{corpus.source} [{split} documents]",
+        license=corpus.license,
+        origin=None
+        if corpus.origin is None
+        else corpus.origin.with_option("documents", f"{split} {reader_version(__file__)}"),
     )
 
 
@@ -510,6 +519,8 @@ def available() -> pd.DataFrame:
                 "about": ds.about,
             }
         )
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=["name", "splits", "found", "license", "get", "about"])
 
 

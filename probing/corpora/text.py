@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from probing.corpora._files import base_name, numbered_lines, require_file
-from probing.corpora.base import Corpus, CorpusFormatError, Sentence, make_sentence
+from probing.corpora.base import Corpus, CorpusFormatError, Origin, Sentence, make_sentence, reader_version
 
 MAX_TOKENS = 1000
 
@@ -44,5 +44,10 @@ def read_text(path: str | Path, *, name: str | None = None, split: str = "all", 
     """Stream a whitespace-tokenized text file, one sentence per non-blank line."""
     path = require_file(path)
     return Corpus(
-        lambda: _sentences(path), name=name or base_name(path), split=split, source=str(path), license=license
+        lambda: _sentences(path),
+        name=name or base_name(path),
+        split=split,
+        source=str(path),
+        license=license,
+        origin=Origin((path,), reader_version(__file__)),
     )

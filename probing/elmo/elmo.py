@@ -109,6 +109,21 @@ class Elmo(nn.Module):
         return self
 
     @property
+    def device(self) -> torch.device:
+        """Where the weights are (inputs go there; :meth:`embed` returns CPU arrays from any device)."""
+        return next(self.parameters()).device
+
+    def to_device(self, device: str | None = None) -> Elmo:
+        """Move the model to ``device`` (see :func:`probing.devices.resolve_device`; None = CUDA when
+        available, else CPU) in place; returns ``self``. The fingerprint does not change: outputs on every
+        device agree within DESIGN.md's tolerance."""
+        from probing.devices import torch_device
+
+        self.to(torch_device(device))
+        self.bilm.clear_casts()
+        return self
+
+    @property
     def num_layers(self) -> int:
         """Number of output layers, the token layer included."""
         return self.options.n_layers + 1
@@ -146,7 +161,7 @@ class Elmo(nn.Module):
         sentences = check_sentences(sentences)
         if not sentences:
             return torch.zeros(self.num_layers, 0, 0, self.output_dim), torch.zeros(0, 0, dtype=torch.bool)
-        ids = torch.from_numpy(batch_char_ids(sentences, self.options.max_characters_per_token))
+        ids = torch.from_numpy(batch_char_ids(sentences, self.options.max_characters_per_token)).to(self.device)
         state = self._carried_state(len(sentences)) if self.stateful else None
         tokens, fw, bw, mask, final = self.bilm(ids, state, dtype=PRECISIONS[self._precision])
         if self.stateful:
@@ -155,7 +170,7 @@ class Elmo(nn.Module):
         layers += [torch.cat([f, b], dim=-1) for f, b in zip(fw, bw)]
         out = torch.stack(layers)
         lengths = mask.sum(dim=1)
-        inner = torch.arange(out.size(2) - 2).unsqueeze(0) < (lengths - 2).unsqueeze(1)
+        inner = torch.arange(out.size(2) - 2, device=out.device).unsqueeze(0) < (lengths - 2).unsqueeze(1)
         return out[:, :, 1:-1] * inner.unsqueeze(-1), inner
 
     @torch.inference_mode()
@@ -177,9 +192,10 @@ class Elmo(nn.Module):
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             out, _ = self([sentences[i] for i in idx])
+            out = out.float().cpu()
             for row, i in enumerate(idx):
                 n = len(sentences[i])
-                results[i] = out[:, row, :n].float().numpy().copy()
+                results[i] = out[:, row, :n].numpy().copy()
                 bar.update(n)
         bar.close()
         return results  # type: ignore[return-value]

@@ -10,13 +10,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from probing import paths
 from probing.download import cache_path, fetch
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError, ProbingError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 S3 = "https://allennlp.s3.amazonaws.com/models/elmo"
 _CHAR_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
@@ -206,6 +208,8 @@ def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:
                 "weights": sources[1],
             }
         )
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     return df.astype({"dim": "Int64", "n_params": "Int64", "available": bool})
 

@@ -44,7 +44,13 @@ class CastCache:
         if param.dtype == dtype:
             return param
         hit = self._copies.get(id(param))
-        if hit is not None and hit[0] is param and hit[1] == param._version and hit[2].dtype == dtype:
+        if (
+            hit is not None
+            and hit[0] is param
+            and hit[1] == param._version
+            and hit[2].dtype == dtype
+            and hit[2].device == param.device
+        ):
             return hit[2]
         with torch.no_grad():
             copy = param.to(dtype)
@@ -102,23 +108,24 @@ class CharCNN(nn.Module):
         """
         n_tok, slots = char_ids.shape
         embed_dim = self.opts.char_embed_dim
-        widths = torch.tensor([w for w, n in self.opts.filters for _ in range(n)])
+        device = char_ids.device
+        widths = torch.tensor([w for w, n in self.opts.filters for _ in range(n)], device=device)
         wmax = int(widths.max())
-        weight = torch.zeros(wmax * embed_dim, int(widths.numel()))
+        weight = torch.zeros(wmax * embed_dim, int(widths.numel()), device=device)
         col = 0
         for (w, n), conv in zip(self.opts.filters, self.convs):
             assert isinstance(conv, nn.Conv1d)
             weight[: w * embed_dim, col : col + n] = conv.weight.permute(2, 1, 0).reshape(w * embed_dim, n)
             col += n
         table = self.char_embed.weight
-        positions = torch.arange(slots).unsqueeze(1)
-        invalid = torch.zeros(slots, weight.size(1)).masked_fill_(
+        positions = torch.arange(slots, device=device).unsqueeze(1)
+        invalid = torch.zeros(slots, weight.size(1), device=device).masked_fill_(
             positions + widths.unsqueeze(0) > slots, float("-inf")
         )
         nonpad = char_ids != PAD_ID
         length = torch.where(nonpad.any(1), slots - nonpad.flip(1).to(torch.uint8).argmax(1), 0)
         padded = nn.functional.pad(char_ids, (0, wmax - 1), value=PAD_ID)
-        pooled = torch.empty(n_tok, weight.size(1))
+        pooled = torch.empty(n_tok, weight.size(1), device=device)
         order = torch.argsort(length)
         for start in range(0, n_tok, chunk):
             idx = order[start : start + chunk]
@@ -393,7 +400,7 @@ class BiLM(nn.Module):
         order = torch.argsort(lengths, descending=True, stable=True)
         valid = mask[order].t()
         batch_sizes = [k for k in valid.sum(1).tolist() if k > 0]
-        steps = torch.arange(t).unsqueeze(1)
+        steps = torch.arange(t, device=char_ids.device).unsqueeze(1)
         slots = [(order * t + steps)[valid], (order * t + lengths[order] - 1 - steps)[valid]]
         flat = tokens.reshape(b * t, p)
         xs = [flat[idx] for idx in slots]

@@ -216,7 +216,7 @@ def _load_checkpoint(path: Path) -> dict:
     """The state dict of a ``probing pretrain`` checkpoint (``weights_only``: nothing is unpickled), with
     ``config`` as a PretrainConfig; CheckpointError naming the file and what is wrong."""
     try:
-        state = torch.load(path, weights_only=True)
+        state = torch.load(path, weights_only=True, map_location="cpu")
     except (RuntimeError, pickle.UnpicklingError, EOFError, OSError, ValueError) as e:
         raise CheckpointError(
             f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]}); it is "
@@ -234,7 +234,20 @@ def _load_checkpoint(path: Path) -> dict:
 class Pretrainer:
     """Owns the data, model, optimizer and the resumable loop."""
 
-    def __init__(self, config: PretrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True):
+    def __init__(
+        self,
+        config: PretrainConfig,
+        out: str | Path,
+        *,
+        resume: bool = False,
+        progress: bool = True,
+        device: str | None = None,
+    ):
+        """``device``: where the model trains (:func:`probing.devices.resolve_device`; default CUDA when
+        available, else CPU). Checkpoints are device-free: a run may resume on another device."""
+        from probing.devices import torch_device
+
+        self.device = torch_device(device)
         self.out = Path(out)
         self.ckpt_path = self.out / "checkpoint.pt"
         self.progress = progress
@@ -269,6 +282,7 @@ class Pretrainer:
         torch.manual_seed(config.seed)
         self.model = BiLMTrainer(self.opts, len(self.vocab), config.cutoffs, config.dropout)
         init_random(self.model.bilm, config.seed)
+        self.model.to(self.device)
         self.optim = torch.optim.Adam(self.model.parameters(), lr=config.lr)
         self.tokens_seen = 0
         self.epoch = 0
@@ -285,6 +299,8 @@ class Pretrainer:
                 self.train_seconds = float(state["train_seconds"])
                 self.log = list(state["log"])
                 torch.set_rng_state(state["torch_rng"])
+                if self.device.type == "cuda" and "cuda_rng" in state:
+                    torch.cuda.set_rng_state(state["cuda_rng"], self.device)
             except (RuntimeError, KeyError, TypeError, ValueError) as e:
                 raise CheckpointError(
                     f"{self.ckpt_path}: does not match the model it describes ({type(e).__name__}: "
@@ -311,7 +327,7 @@ class Pretrainer:
         valid = type_ids >= 0
         chars = self.type_chars[type_ids.clamp(min=0)] * valid.unsqueeze(-1)
         targets = torch.where(valid, self.type_target[type_ids.clamp(min=0)], torch.full_like(type_ids, -1))
-        return chars, targets
+        return chars.to(self.device), targets.to(self.device)
 
     def lr_at(self, tokens: int) -> float:
         c = self.config
@@ -357,6 +373,8 @@ class Pretrainer:
             "torch_rng": torch.get_rng_state(),
             "precision": self.precision,
         }
+        if self.device.type == "cuda":
+            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
         with atomic_path(self.ckpt_path) as tmp:
             torch.save(state, tmp)
         self._write_log()
@@ -411,7 +429,7 @@ class Pretrainer:
                     chars, targets = self.make_batch(ids, self.train)
                     for group in self.optim.param_groups:
                         group["lr"] = self.lr_at(self.tokens_seen)
-                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+                    with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
                         loss, _, _ = self.model(chars, targets)
                     self.optim.zero_grad(set_to_none=True)
                     loss.backward()
@@ -501,6 +519,7 @@ class Pretrainer:
             "machine": platform.processor() or platform.machine(),
             "threads": self.config.threads,
             "precision": self.precision,
+            "device": str(self.device),
             "fingerprint": model.fingerprint,
         }
         with atomic_open(directory / "training.json") as f:

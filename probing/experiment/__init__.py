@@ -5,18 +5,53 @@
 :data:`probing.tasks.TASK_KINDS`.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from probing._toml import ExperimentError
-from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
-from probing.experiment.runner import Results, extract_activations, run_experiment
-from probing.experiment.spec import (
-    DataRef,
-    EncoderSpec,
-    Experiment,
-    TaskSpec,
-    bundled_experiments,
-    load_experiment,
-    parse_experiment,
-)
+
+if TYPE_CHECKING:
+    from probing.experiment.extract import extract_activations
+    from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
+    from probing.experiment.runner import Results, run_experiment
+    from probing.experiment.spec import (
+        DataRef,
+        EncoderSpec,
+        Experiment,
+        TaskSpec,
+        bundled_experiments,
+        load_experiment,
+        parse_experiment,
+    )
+
+_HOMES = {
+    "JOBS_DIR": "jobs",
+    "JobCache": "jobs",
+    "probe_code_digest": "jobs",
+    "Results": "runner",
+    "run_experiment": "runner",
+    "extract_activations": "extract",
+    **dict.fromkeys(
+        [
+            "DataRef",
+            "EncoderSpec",
+            "Experiment",
+            "TaskSpec",
+            "bundled_experiments",
+            "load_experiment",
+            "parse_experiment",
+        ],
+        "spec",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use (PEP 562): ``probing extract`` needs none of the probe code the runner imports."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"probing.experiment.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "JOBS_DIR",

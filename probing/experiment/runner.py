@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from probing._toml import ExperimentError
-from probing.encoders import Encoder, get_encoder
+from probing.encoders import Encoder
 from probing.experiment.jobs import JOBS_DIR, JobCache
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.protocols import StoreLike
@@ -234,7 +234,14 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
     }
 
 
-def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: bool = True) -> Results:
+def run_experiment(
+    exp: Experiment,
+    out_dir: str | os.PathLike,
+    *,
+    progress: bool = True,
+    device: str | None = None,
+    ray: str | None = None,
+) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
     ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
 
@@ -243,9 +250,54 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
     ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (a test split that is the
     training split, a C chosen at an end of the grid, a fit that hit max_iter) under ``warnings``; they are
-    also issued as ``UserWarning``s."""
+    also issued as ``UserWarning``s.
+
+    ``device`` runs every model and probe there (:func:`probing.devices.use_device`; default CUDA when
+    available, else CPU); provenance records it under ``device``. It is in no cache key: results on every
+    device agree within DESIGN.md's tolerance.
+
+    ``ray`` (a Ray address, or ``"local"`` for a Ray started for the run), or ``[run] backend = "ray"`` in the
+    file (with ``address``), runs the probe jobs that are not cached as Ray tasks, in parallel; their rows are
+    those of the local run (same code, seeds and stores; the cache filesystem must be shared on a cluster).
+    Each finished job is cached as soon as it returns, so a killed driver resumes; Ray retries a task whose
+    worker died."""
+    from probing.devices import use_device
+
+    address = ray if ray is not None else exp.ray_address if exp.backend == "ray" else None
+    with use_device(device):
+        return _run_experiment(exp, out_dir, progress, address)
+
+
+def _quiet(_msg: str) -> None:
+    """A job's progress callback inside a Ray task (the driver shows progress per finished job)."""
+
+
+def _run_job(kind: Any, job: Job) -> tuple[TaskOutput, float]:
+    """One probe job, timed (the body of a Ray task)."""
+    t0 = time.time()
+    return kind.run(job), time.time() - t0
+
+
+def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None:
+    """Run ``pending`` (kind, job) pairs as Ray tasks; ``done(index, output, seconds)`` as each returns."""
+    from probing.experiment.extract import init_ray
+
+    init_ray(address)
+    import ray
+
+    task = ray.remote(_run_job).options(max_retries=2)
+    refs = {task.remote(kind, job): i for i, (kind, job) in enumerate(pending)}
+    waiting = list(refs)
+    while waiting:
+        ready, waiting = ray.wait(waiting, num_returns=1)
+        out, seconds = ray.get(ready[0])
+        done(refs[ready[0]], out, seconds)
+
+
+def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool, ray_address: str | None) -> Results:
     from tqdm.auto import tqdm
 
+    from probing.devices import describe, resolve_device
     from probing.paths import cache_dir
 
     t_start = time.time()
@@ -267,6 +319,8 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
     def tell(msg: str) -> None:
         bar.set_postfix_str(msg, refresh=True)
 
+    outputs: list[TaskOutput | None] = []
+    pending: list[tuple[Any, Job, int, str, str]] = []  # (kind, job, output slot, cache key, label)
     for task, enc, first in jobs:
         kind = TASK_KINDS[task.kind]
         train = run.part(enc, task.train)
@@ -288,7 +342,6 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         if out is not None:
             cached.append(f"{task.name}/{enc}")
         else:
-            t0 = time.time()
             job = Job(
                 task=task.name,
                 encoder=enc,
@@ -300,11 +353,30 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
                 baselines=task.baselines,
                 with_baselines=first,
                 inventory=inventory,
-                progress=tell,
+                progress=tell if ray_address is None else _quiet,
             )
-            out = kind.run(job)
-            run.timings[f"task {task.name}/{enc}"] = round(time.time() - t0, 3)
+            if ray_address is not None:
+                pending.append((kind, job, len(outputs), key, f"{task.name}/{enc}"))
+                outputs.append(None)
+                continue
+            out, seconds = _run_job(kind, job)
+            run.timings[f"task {task.name}/{enc}"] = round(seconds, 3)
             cache.put(key, out)
+        outputs.append(out)
+    if pending:
+        bar.reset(total=len(pending))
+        bar.set_description(f"probing on Ray ({ray_address})")
+
+        def finished(i: int, out: TaskOutput, seconds: float) -> None:
+            _, _, slot, key, label = pending[i]
+            run.timings[f"task {label}"] = round(seconds, 3)
+            cache.put(key, out)
+            outputs[slot] = out
+            bar.update(1)
+
+        _run_on_ray(ray_address or "local", [(k, j) for k, j, *_ in pending], finished)
+    for out in outputs:
+        assert out is not None  # every pending job was filled in by finished()
         total.extend(out)
     bar.close()
 
@@ -338,6 +410,7 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
         warnings=run.warnings,
         cached_jobs=cached,
         timings=run.timings,
+        device=describe(resolve_device()),
     )
     write_results(results, out_dir, prov)
     write_side_table(mix, out_dir, "mix_weights")
@@ -357,27 +430,3 @@ def run_experiment(exp: Experiment, out_dir: str | os.PathLike, *, progress: boo
             f"{run.timings['total']:.1f} s -> {out_dir}"
         )
     return res
-
-
-def extract_activations(
-    model: str,
-    corpus: str,
-    split: str | None = None,
-    *,
-    path: str | os.PathLike | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    max_sentences: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    verify: bool = False,
-) -> Store:
-    """``probing extract``: the store of ``model`` (see :func:`probing.encoders.get_encoder`) on dataset
-    ``corpus``/``split`` (optionally read from ``path``), extracted once and cached; ``verify`` re-hashes
-    every chunk of a cached store and recomputes what fails."""
-    from probing.corpora import load
-    from probing.store import extract
-
-    data = load(corpus, split, path=None if path is None else Path(path))
-    if max_sentences:
-        data = data.head(max_sentences)
-    return extract(get_encoder(model, seed=seed), data, cache_dir=cache_dir, progress=progress, verify=verify)

@@ -168,6 +168,8 @@ class Experiment:
     quick_overrides: dict = field(default_factory=lambda: dict(QUICK_DEFAULTS))
     source: Path | None = None
     text: str = ""
+    backend: str = "local"
+    ray_address: str = "local"
 
     def quick(self) -> Experiment:
         """This experiment with its ``[quick]`` overrides (fewer sentences and bootstrap replicates, ...)."""
@@ -195,6 +197,7 @@ class Experiment:
             "source": None if self.source is None else str(self.source),
             "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
             "max_sentences": self.max_sentences,
+            "run": {"backend": self.backend, "address": self.ray_address},
             "probe": self.probe.to_dict(),
             "encoders": [
                 {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
@@ -333,6 +336,9 @@ def parse_experiment(
     exp = top.table("experiment")
     probe = top.table("probe")
     quick = top.table("quick")
+    run = top.table("run")
+    backend = run.string("backend", "local", choices=("local", "ray"))
+    ray_address = run.string("address", "local")
     seeds = exp.int_list("seeds", (0, 1, 2))
     settings = ProbeSettings(
         Cs=probe.number_list("C", ProbeSettings.Cs),
@@ -357,7 +363,7 @@ def parse_experiment(
     name = exp.string("name", Path(source).stem)
     cache_dir = exp.path("cache_dir")
     max_sentences = exp.integer("max_sentences", 0) or None
-    for t in (exp, probe, quick):
+    for t in (exp, probe, quick, run):
         t.done()
 
     raw_encoders = top.get(
@@ -385,6 +391,8 @@ def parse_experiment(
         quick_overrides=quick_overrides,
         source=None,
         text=text,
+        backend=backend,
+        ray_address=ray_address,
     )
 
 

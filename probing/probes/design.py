@@ -131,6 +131,14 @@ class _Design:
             coef = coef @ self.basis.T
         return coef, b - coef @ self.mean
 
+    def to(self, device: str | None) -> _Design:
+        """This design with ``x`` on ``device`` (:func:`probing.devices.resolve_device`; None = the default);
+        the solver then runs there. ``x`` is built on the CPU chunk by chunk, then moved once."""
+        from probing.devices import torch_device
+
+        self.x = self.x.to(torch_device(device))
+        return self
+
     def set_penalty(self, lam: float, chunk_rows: int) -> np.ndarray:
         """Re-fit a whitening scale to penalty ``lam`` (features of x rescaled in place).
 
@@ -139,7 +147,7 @@ class _Design:
         if self.eig is None:
             return np.ones_like(self.scale)
         new = _whitening_scale(self.eig, lam)
-        ratio = torch.from_numpy(self.scale / new).float()
+        ratio = torch.from_numpy(self.scale / new).float().to(self.x.device)
         for block in self.x.view(-1, self.x.shape[-1]).split(chunk_rows):
             block *= ratio
         factor = new / self.scale

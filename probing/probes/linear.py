@@ -92,6 +92,8 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     batch_size, learning_rate, n_iter_no_change : Adam only.
     random_state : seeds Adam's shuffling (L-BFGS starts from zero and is deterministic).
     chunk_rows : rows converted to fp32/float64 at a time.
+    device : where L-BFGS runs with the fp32 design copy: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, or None (the
+        ``probing.devices.use_device`` default, else CUDA when available, else CPU); Adam runs on the CPU.
 
     Attributes: ``classes_``, ``coef_`` (1 or n_classes rows, raw feature scale), ``intercept_``,
     ``n_features_in_``, ``n_iter_``, ``dev_score_`` (accuracy on ``X_dev`` when given, else None).
@@ -111,6 +113,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         n_iter_no_change: int = 5,
         random_state: int | None = None,
         chunk_rows: int = CHUNK_ROWS,
+        device: str | None = None,
     ):
         self.C = C
         self.fit_intercept = fit_intercept
@@ -123,6 +126,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
         self.chunk_rows = chunk_rows
+        self.device = device
 
     # -- fitting
 
@@ -167,8 +171,10 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 
     def _design(self, X, C: float) -> _Design:
         if self.precondition == "whiten":
-            return _whitened(X, self.chunk_rows, self.fit_intercept, _penalty_strength(C, X.shape[0]))
-        return _standardized(X, self.chunk_rows, self.fit_intercept)
+            design = _whitened(X, self.chunk_rows, self.fit_intercept, _penalty_strength(C, X.shape[0]))
+        else:
+            design = _standardized(X, self.chunk_rows, self.fit_intercept)
+        return design.to(self.device)
 
     def _n_out(self) -> int:
         return 1 if len(self.classes_) == 2 else len(self.classes_)
@@ -182,18 +188,19 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         k = self._n_out()
         binary = k == 1
         lam = _penalty_strength(C, n)
-        theta = torch.zeros((k, d), dtype=torch.float64)
-        b = torch.zeros(k, dtype=torch.float64)
+        dev = design.x.device
+        theta = torch.zeros((k, d), dtype=torch.float64, device=dev)
+        b = torch.zeros(k, dtype=torch.float64, device=dev)
         if init is not None:
             theta.copy_(torch.as_tensor(init[0]))
             b.copy_(torch.as_tensor(init[1]))
-        target = torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)
-        penalty = lam * torch.from_numpy(1.0 / design.scale) ** 2
+        target = (torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)).to(dev)
+        penalty = lam * torch.from_numpy(1.0 / design.scale).to(dev) ** 2
         objective = _linear_objective(design.x, target, binary, penalty, theta, b)
         params = [theta, b] if self.fit_intercept else [theta]
         n_iter, gmax = _run_lbfgs(objective, params, self.max_iter, self.tol)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
-        self._set_solution(theta.detach().double().numpy(), b.detach().double().numpy(), design)
+        self._set_solution(theta.detach().double().cpu().numpy(), b.detach().double().cpu().numpy(), design)
         self.n_iter_ = n_iter
         return theta.detach().clone(), b.detach().clone()
 

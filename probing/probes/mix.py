@@ -83,6 +83,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
     X: an array (n, n_layers, dim), a list of n_layers arrays (n, dim) (e.g. fp16 memmaps), or a 2-D
     array (n, n_layers * dim) whose column blocks are the layers (``n_layers``, default 1: the form in
     which scikit-learn's tools pass data).
+    ``device``: where L-BFGS runs with the whitened fp32 stack (as ``LinearProbe``'s).
     Attributes: ``classes_``, ``mix_weights_`` (softmax(s)), ``gamma_``, ``coef_``,
     ``intercept_``, ``n_layers_``, ``dim_``, ``n_features_in_`` (n_layers * dim), ``n_iter_``.
     """
@@ -96,6 +97,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         max_iter: int = 300,
         tol: float = 1e-4,
         chunk_rows: int = CHUNK_ROWS,
+        device: str | None = None,
     ):
         self.C = C
         self.n_layers = n_layers
@@ -103,6 +105,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.chunk_rows = chunk_rows
+        self.device = device
 
     def _prepare(self, X, y, C: float) -> tuple[list[np.ndarray], np.ndarray, _Design]:
         """Validate, encode labels and build the whitened layer stack for penalty ``C``."""
@@ -122,7 +125,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         if len(y) != n:
             raise InputError(f"{name}: X has {n} samples but y has {len(y)}")
         self.classes_, y_idx = _encode_labels(y, name)
-        return layers, y_idx, _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, n))
+        return layers, y_idx, _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, n)).to(self.device)
 
     def fit(self, X, y) -> ScalarMixProbe:
         C = _check_C(self.C, type(self).__name__)
@@ -142,23 +145,24 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         k = 1 if len(self.classes_) == 2 else len(self.classes_)
         binary = k == 1
         lam = _penalty_strength(C, n)
-        s = torch.zeros(L, dtype=torch.float64)
-        theta = torch.zeros((k, d), dtype=torch.float64)
-        b = torch.zeros(k, dtype=torch.float64)
+        dev = design.x.device
+        s = torch.zeros(L, dtype=torch.float64, device=dev)
+        theta = torch.zeros((k, d), dtype=torch.float64, device=dev)
+        b = torch.zeros(k, dtype=torch.float64, device=dev)
         if init is not None:
             for t, v in zip((s, theta, b), init):
                 t.copy_(torch.as_tensor(v))
-        target = torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)
-        penalty = lam * torch.from_numpy(1.0 / design.scale) ** 2
+        target = (torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)).to(dev)
+        penalty = lam * torch.from_numpy(1.0 / design.scale).to(dev) ** 2
         objective = _mix_objective(design.x, target, binary, penalty, self.mix_l2, s, theta, b)
         n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
-        a = torch.softmax(s, 0).numpy()
+        a = torch.softmax(s, 0).cpu().numpy()
         assert design.basis is not None  # a whitened stack always has its basis
-        coef = (theta.numpy() / design.scale) @ design.basis.T
+        coef = (theta.cpu().numpy() / design.scale) @ design.basis.T
         self.mix_weights_ = a
         self.coef_ = coef
-        self.intercept_ = b.numpy() - coef @ (a @ design.mean)
+        self.intercept_ = b.cpu().numpy() - coef @ (a @ design.mean)
         self.gamma_ = float(np.linalg.norm(coef))
         self.n_layers_ = L
         self.dim_ = d

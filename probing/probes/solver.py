@@ -83,7 +83,7 @@ def _xent_and_grad(z: torch.Tensor, target: torch.Tensor, binary: bool) -> tuple
     lse = total.log() + m
     loss = (lse.sum() - z.gather(1, target.unsqueeze(1)).sum()) / n
     p.div_(total)
-    p.scatter_add_(1, target.unsqueeze(1), torch.full((n, 1), -1.0, dtype=p.dtype))
+    p.scatter_add_(1, target.unsqueeze(1), torch.full((n, 1), -1.0, dtype=p.dtype, device=p.device))
     return loss, p.div_(n)
 
 
@@ -223,7 +223,7 @@ def _warm_l2_path(
     for C in Cs:
         factor = design.set_penalty(_penalty_strength(C, n), chunk_rows)
         if init is not None:
-            init = rescale(init, torch.from_numpy(factor))
+            init = rescale(init, torch.from_numpy(factor).to(design.x.device))
         init, n_iter = fit(C, init)
         acc = dev_accuracy()
         path.append({"C": C, "dev_accuracy": acc, "n_iter": n_iter})

@@ -43,6 +43,7 @@ import torch
 from scipy.stats import rankdata
 
 from probing.corpora.base import check_tree
+from probing.devices import torch_device
 from probing.errors import InputError
 from probing.probes.stats import bootstrap_ci, bootstrap_ci_mean_of_means
 
@@ -415,6 +416,7 @@ class _StructuralProbe:
         dev_fraction: float = 0.1,
         seed: int = 0,
         progress: bool = False,
+        device: str | None = None,
     ) -> None:
         self.rank = rank
         self.lr = lr
@@ -426,6 +428,7 @@ class _StructuralProbe:
         self.dev_fraction = dev_fraction
         self.seed = seed
         self.progress = progress
+        self.device = device
 
     # labels and forward pass ------------------------------------------------------------------------
 
@@ -440,7 +443,10 @@ class _StructuralProbe:
             return sq
         return (sq[:, :, None] + sq[:, None, :] - 2 * (t @ t.transpose(1, 2))).clamp_min(0)
 
-    def _batch(self, X: Sequence, idx: Sequence[int], dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _batch(
+        self, X: Sequence, idx: Sequence[int], dim: int, device: torch.device | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sentences ``idx`` zero-padded into ``(b, T, dim)`` fp32 and their lengths ``(b,)``, on ``device``."""
         sents = [np.asarray(X[i], dtype=np.float32) for i in idx]
         lengths = torch.tensor([len(s) for s in sents])
         x = torch.zeros(len(sents), int(lengths.max()), dim)
@@ -448,7 +454,7 @@ class _StructuralProbe:
             if s.ndim != 2 or s.shape[1] != dim:
                 raise InputError(f"sentence {idx[b]}: vectors have shape {s.shape}, expected (n_words, {dim})")
             x[b, : len(s)] = torch.from_numpy(s)
-        return x, lengths
+        return (x, lengths) if device is None else (x.to(device), lengths.to(device))
 
     def _loss(self, pred: torch.Tensor, labels: list[np.ndarray], lengths: torch.Tensor) -> torch.Tensor:
         """L1 per sentence over its real words (pairs), / n^2 (distance) or / n (depth); mean over sentences."""
@@ -460,7 +466,7 @@ class _StructuralProbe:
             else:
                 gold[b, :n] = torch.from_numpy(lab)
         T = pred.shape[1]
-        real = torch.arange(T)[None, :] < lengths[:, None]
+        real = torch.arange(T, device=pred.device)[None, :] < lengths[:, None]
         mask = real[:, :, None] & real[:, None, :] if self._pairwise else real
         err = ((pred - gold).abs() * mask).flatten(1).sum(1)
         return (err / lengths.double().pow(2 if self._pairwise else 1).to(err.dtype)).mean()
@@ -484,7 +490,9 @@ class _StructuralProbe:
         Without ``X_dev``, a seeded ``dev_fraction`` of the training sentences is held out for it.
         ``X`` may be any sequence that returns one sentence's vectors per index (e.g.
         :class:`StoreSentences`, read from a memory map), so only a batch of sentences is in memory.
-        Sets ``B_`` (dim, rank), ``n_epochs_``, ``best_epoch_``, ``dev_loss_`` and ``history_``.
+        Sets ``B_`` (dim, rank), ``n_epochs_``, ``best_epoch_``, ``dev_loss_`` and ``history_``. Batches and B
+        live on ``device`` (see :func:`probing.devices.resolve_device`); B starts from the same seeded values
+        on every device.
         """
         labels = self._check(X, trees, "fit")
         rng = np.random.default_rng(self.seed)
@@ -509,8 +517,9 @@ class _StructuralProbe:
         rank = dim if self.rank is None else int(self.rank)
         if rank < 1:
             raise InputError(f"rank must be a positive int or None (full), got {self.rank!r}")
+        device = torch_device(self.device)
         gen = torch.Generator().manual_seed(self.seed)
-        B = torch.nn.Parameter(torch.empty(dim, rank).uniform_(-0.05, 0.05, generator=gen))
+        B = torch.nn.Parameter(torch.empty(dim, rank).uniform_(-0.05, 0.05, generator=gen).to(device))
         opt = torch.optim.Adam([B], lr=self.lr)
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=self.lr_decay, patience=0)
         best, best_state, best_epoch = math.inf, B.detach().clone(), -1
@@ -520,7 +529,7 @@ class _StructuralProbe:
             train_loss = 0.0
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size].tolist()
-                x, lengths = self._batch(X_t, idx, dim)
+                x, lengths = self._batch(X_t, idx, dim, device)
                 loss = self._loss(self._forward(x, B), [labels[i] for i in idx], lengths)
                 opt.zero_grad()
                 loss.backward()
@@ -540,7 +549,7 @@ class _StructuralProbe:
                 best, best_state, best_epoch = dev_loss, B.detach().clone(), epoch
             elif epoch > best_epoch + self.patience:
                 break
-        self.B_ = best_state.numpy()
+        self.B_ = best_state.cpu().numpy()
         self.n_epochs_ = len(self.history_)
         self.best_epoch_ = best_epoch
         self.dev_loss_ = best
@@ -551,7 +560,7 @@ class _StructuralProbe:
         with torch.no_grad():
             for start in range(0, len(X), self.batch_size):
                 idx = list(range(start, min(start + self.batch_size, len(X))))
-                x, lengths = self._batch(X, idx, dim)
+                x, lengths = self._batch(X, idx, dim, B.device)
                 total += float(self._loss(self._forward(x, B), [labels[i] for i in idx], lengths)) * len(idx)
         return total / len(X)
 
@@ -559,14 +568,14 @@ class _StructuralProbe:
         """One float64 (n, n) predicted distance matrix (or (n,) depth vector) per sentence."""
         if not hasattr(self, "B_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit first")
-        B = torch.from_numpy(self.B_)
+        B = torch.from_numpy(self.B_).to(torch_device(self.device))
         dim = B.shape[0]
         out: list[np.ndarray] = []
         with torch.no_grad():
             for start in range(0, len(X), self.batch_size):
                 idx = list(range(start, min(start + self.batch_size, len(X))))
-                x, lengths = self._batch(X, idx, dim)
-                pred = self._forward(x, B).double().numpy()
+                x, lengths = self._batch(X, idx, dim, B.device)
+                pred = self._forward(x, B).double().cpu().numpy()
                 for b, n in enumerate(lengths.tolist()):
                     out.append(pred[b, :n, :n] if self._pairwise else pred[b, :n])
         return out

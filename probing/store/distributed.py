@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from probing.errors import InputError
-from probing.store.extraction import extract
+from probing.store.extraction import corpus_fingerprint, extract
 from probing.store.format import MANIFEST, store_key, store_root
 from probing.store.merging import merge
 from probing.store.reader import Store
@@ -69,7 +69,7 @@ def extract_ray(
         raise InputError(f"n_shards must be a positive int, got {n_shards!r}")
     root = store_root(cache_dir)
     encoder, corpus = encoder_factory(), corpus_factory()
-    path = root / store_key(encoder.fingerprint, corpus.fingerprint(), None)
+    path = root / store_key(encoder.fingerprint, corpus_fingerprint(corpus, root), None)
     if (path / MANIFEST).is_file():
         return extract(encoder, corpus, cache_dir=root, progress=progress)
     if not ray.is_initialized():

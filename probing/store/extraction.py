@@ -51,6 +51,7 @@ from probing.store.format import (
     store_root,
     token_part_file,
 )
+from probing.store.memo import corpus_state, recall, remember
 from probing.store.reader import Store
 from probing.store.tokens import concat_parts, token_table, write_part
 
@@ -75,7 +76,8 @@ def extract(
     fingerprint, format version, dtype[, shard]). If it is already complete this is a cache hit: only
     ``encoder.name``, ``.fingerprint``, ``.layer_names`` and ``.dim`` are read (a lazy encoder never
     loads its model) and :meth:`Store.check_sample` runs (sizes, the token table and offsets hashed whole,
-    a random sample of layer chunks re-hashed: ~32 MiB); ``verify=True`` re-hashes every chunk instead.
+    a random sample of layer chunks re-hashed: ~32 MiB); ``verify=True`` re-hashes every chunk instead, and
+    re-parses the corpus rather than trust its memoised fingerprint (:mod:`probing.store.memo`).
     Whatever fails its sha256 is recomputed (the message names it), or, in a read-only cache, reported
     as a StoreCorruptError that says how to rebuild. An unfinished store resumes from its last committed chunk (a resume
     keeps the chunk plan it started with, whatever ``chunk_tokens`` says now). A ``probing.corpora.Corpus``
@@ -106,7 +108,7 @@ def extract(
             raise InputError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
         shard = (int(shard[0]), int(shard[1]))
     root = store_root(cache_dir)
-    with _read_once(corpus, root) as (corpus_fp, lengths, source):
+    with _read_once(corpus, root, verify) as (corpus_fp, lengths, source):
         for what, fp in (("encoder.fingerprint", encoder.fingerprint), ("corpus.fingerprint()", corpus_fp)):
             if not isinstance(fp, str) or not fp:
                 raise StoreError(f"{what} must be a non-empty str (a content hash), got {fp!r}")
@@ -144,14 +146,21 @@ def _reported(store: Store, hit: bool) -> Store:
 
 
 @contextlib.contextmanager
-def _read_once(corpus: CorpusLike, root: Path) -> Iterator[tuple[str, np.ndarray | None, CorpusLike]]:
+def _read_once(corpus: CorpusLike, root: Path, verify: bool) -> Iterator[tuple[str, np.ndarray | None, CorpusLike]]:
     """``(fingerprint, words per sentence or None, corpus to encode from)``.
 
-    A corpus that can copy what it hashes (``probing.corpora.Corpus``) is parsed once: the copy, a
+    A corpus read from files whose fingerprint is memoised (:mod:`probing.store.memo`) is not read at all
+    here (unless ``verify``): a store hit then reads no corpus file, and a miss parses it once, to encode.
+    Otherwise a corpus that can copy what it hashes (``probing.corpora.Corpus``) is parsed once: the copy, a
     temporary file under ``root``, gives the lengths now and the sentences to encode later (replaying it
-    is ~20x faster than parsing CoNLL-U again). Any other corpus is read for its fingerprint, then
-    again for its lengths and once more to encode.
+    is ~20x faster than parsing CoNLL-U again), and its fingerprint is memoised. Any other corpus is read
+    for its fingerprint, then again for its lengths and once more to encode.
     """
+    state = corpus_state(corpus)
+    known = None if state is None or verify else recall(root, state)
+    if known is not None:
+        yield known[0], known[1], corpus
+        return
     fused = getattr(corpus, "fingerprint_and_lengths", None)
     replay = getattr(corpus, "from_records", None)
     if fused is not None and replay is not None:
@@ -169,10 +178,19 @@ def _read_once(corpus: CorpusLike, root: Path) -> Iterator[tuple[str, np.ndarray
     try:
         with open(fd, "wb", closefd=False) as f:
             fp, lengths = fused(copy_to=f)
+        if state is not None:
+            remember(root, state, fp, lengths)
         yield fp, lengths, replay(copy, name=corpus.name, split=corpus.split)
     finally:
         copy.unlink(missing_ok=True)
         os.close(fd)
+
+
+def corpus_fingerprint(corpus: CorpusLike, cache_dir: str | os.PathLike | None = None) -> str:
+    """``corpus``'s fingerprint, memoised in the store root like :func:`extract` does (no parse while the
+    corpus's files are unchanged)."""
+    with _read_once(corpus, store_root(cache_dir), False) as (fp, _, _):
+        return fp
 
 
 _CORPUS_COPY = re.compile(r"\.corpus-(\d+)-\w+\.jsonl")  # held_temp's names for _read_once's copies
@@ -710,6 +728,7 @@ class _Extraction:
                 for c, ch in enumerate(self.journal["chunks"])
             ],
             "versions": _versions(),
+            "device": getattr(self.encoder, "device_used", None),
             "timings": {
                 "scan_s": round(self.scan_s, 3),
                 "encode_s": round(encode_s, 3),

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
 
 from probing._io import sha256_file
 from probing.layers import resolve
@@ -28,6 +27,7 @@ from probing.store.format import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
     import torch
 
 _Match = str | bool | Collection[str] | None
@@ -46,6 +46,10 @@ class Store:
         self._tokens: pd.DataFrame | None = None
         self._offsets: np.ndarray | None = None
         self.cache_hit: bool | None = None  # set by extract(): whether the store was complete before the call
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its path and manifest (a Ray task reopens the memory maps where it runs)."""
+        return (type(self), (self.path, self.manifest))
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Store:
@@ -175,6 +179,8 @@ class Store:
         A store written before the tree columns existed gets ``head`` -1, ``deprel`` and ``feats`` ``""``.
         """
         if self._tokens is None:
+            import pandas as pd
+
             self._tokens = pd.read_parquet(self.path / self.manifest["tokens"]["file"])
             for column, missing in TREE_COLUMNS.items():
                 if column not in self._tokens.columns:
