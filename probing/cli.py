@@ -189,6 +189,7 @@ def _neighbor_columns(df):
 @command("neighbors")
 def _neighbors(args: argparse.Namespace) -> int:
     from .glove import load_vectors
+    from .tokenize import as_words
     from .views.neighbors import locate, neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
 
     if args.vectors is None and args.model is None:
@@ -230,12 +231,18 @@ def _neighbors(args: argparse.Namespace) -> int:
 
         gloss = inventory().gloss
     encoder = get_encoder(args.model, seed=args.seed)
-    words = args.sentence.split() if args.sentence else None
+    words = as_words(args.sentence, "--sentence") if args.sentence else None
+    only = None
+    if args.lemma or args.pos:
+        only = store.rows(lemma=args.lemma, upos=args.pos.upper() if args.pos else None)
+        if not len(only):
+            what = " and ".join(f"{k} {v!r}" for k, v in (("lemma", args.lemma), ("POS", args.pos)) if v)
+            raise UserError(f"no occurrence with {what} in {args.corpus} ({len(store)} tokens) to search")
     if args.table4:
         sources = None if words is None else [(words, locate(words, word=args.word))]
-        found = table4(vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, gloss=gloss).astype(
-            object
-        )
+        found = table4(
+            vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, rows=only, gloss=gloss
+        ).astype(object)
         print(_table(found.where(found.notna(), "")))
         return 0
     if words is None:
@@ -250,10 +257,17 @@ def _neighbors(args: argparse.Namespace) -> int:
         print(f"query: {' '.join(words)}")
     for layer in layers:
         if words is None:
-            found = occurrence_neighbors(store, int(rows[0]), layer, k=args.k or 5, gloss=gloss)
+            found = occurrence_neighbors(store, int(rows[0]), layer, k=args.k or 5, rows=only, gloss=gloss)
         else:
             found = neighbors(
-                args.word, sentence=words, layer=layer, store=store, encoder=encoder, k=args.k or 5, gloss=gloss
+                args.word,
+                sentence=words,
+                layer=layer,
+                store=store,
+                encoder=encoder,
+                k=args.k or 5,
+                rows=only,
+                gloss=gloss,
             )
         print(f"\nlayer {layer}: nearest occurrences in {args.corpus}")
         print(_table(_neighbor_columns(found)))
@@ -444,7 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("word", help="the query word")
     p.add_argument("--vectors", metavar="V", help=f"{GLOVE_NAME} or a GloVe/word2vec text file")
     _store_options(p, required=False)
-    p.add_argument("--sentence", metavar="TEXT", help="a tokenized sentence holding the word (its context)")
+    p.add_argument(
+        "--sentence",
+        metavar="TEXT",
+        help="a sentence holding the word, its context (tokenized as probing.tokenize says)",
+    )
+    p.add_argument("--lemma", metavar="L", help="search only occurrences with this lemma (any case), e.g. the word's")
+    p.add_argument("--pos", metavar="TAG", help="search only occurrences with this universal POS tag (NOUN, VERB, ...)")
     p.add_argument("--layer", action="append", metavar="L", help="layer name, repeatable (default: all layers)")
     p.add_argument("-k", type=int, metavar="K", help="neighbours per list (default 10 types, 5 occurrences)")
     p.add_argument(

@@ -524,6 +524,32 @@ def test_neighbors_of_a_given_sentence_match_a_brute_force_search(capsys):
     assert float(row[1]) == pytest.approx(cos[best], abs=5e-4)
 
 
+def test_lemma_and_pos_filters_restrict_the_neighbours(capsys):
+    """issue #15: without a filter the biLSTM layers answer with unrelated words; --lemma keeps only occurrences
+    of that lemma (any case), --pos only that universal tag, and together both; the cosines are those of the
+    unfiltered search restricted to the same rows."""
+    sentence = "They play football on Sunday ."
+    rc, out, _ = cli(
+        capsys, "neighbors", "play", *SEMCOR, "--layer", 2, "-k", 3, "--sentence", sentence, "--lemma", "PLAY"
+    )
+    assert rc == 0
+    rows = table_rows(out.split("layer 2:")[1])
+    store = extract_activations(str(ELMO), "demo-semcor", "train", max_sentences=SEMCOR_N, progress=False)
+    plays = np.flatnonzero(store.tokens["lemma"].str.lower() == "play")
+    assert len(rows) == 3 and all(r[3] == "play" for r in rows)  # rank, cosine, word, lemma, ...
+    query = Elmo.from_files(OPTIONS_JSON, WEIGHTS_H5).embed([sentence.split()])[0][2, 1]
+    layer = store.layer(2, dtype=np.float32)[plays]
+    cos = np.sort(layer @ query / (np.linalg.norm(layer, axis=1) * np.linalg.norm(query)))[::-1][:3]
+    np.testing.assert_allclose([float(r[1]) for r in rows], cos, atol=5e-4)
+    rc, out, _ = cli(capsys, "neighbors", "play", *SEMCOR, "--layer", 1, "-k", 5, "--pos", "verb")
+    assert rc == 0
+    tagged = store.tokens.set_index("word")["upos"]
+    assert all("VERB" in set(np.atleast_1d(tagged.loc[r[2]])) for r in table_rows(out.split("layer 1:")[1]))
+    assert_user_error(
+        capsys, "neighbors", "play", *SEMCOR, "--lemma", "zebra", names="no occurrence with lemma 'zebra'"
+    )
+
+
 def test_table4_layout(capsys):
     rc, out, _ = cli(capsys, "neighbors", "play", *SEMCOR, "--table4", "--vectors", GLOVE)
     assert rc == 0
@@ -539,3 +565,14 @@ def test_neighbors_errors(capsys):
     assert_user_error(capsys, "neighbors", "xylophone", *SEMCOR, names="'xylophone' does not occur in demo-semcor")
     assert_user_error(capsys, "neighbors", "play", "--model", ELMO, names="--model needs --corpus")
     assert_user_error(capsys, "neighbors", "play", names="give --vectors")
+    # a sentence that does not hold the word is refused, naming the sentence (issue #15)
+    assert_user_error(
+        capsys,
+        "neighbors",
+        "bank",
+        *SEMCOR,
+        "--table4",
+        "--sentence",
+        "we sat on the grass",
+        names="'bank' does not occur",
+    )
