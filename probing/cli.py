@@ -330,7 +330,12 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
         help="default, small, original..., a folder with "
         "options.json + weights.hdf5, glove, glove:FILE or random-elmo[:MODEL]",
     )
-    p.add_argument("--corpus", required=required, metavar="NAME", help="dataset name (see probing data list)")
+    p.add_argument(
+        "--corpus",
+        required=required,
+        metavar="NAME",
+        help="dataset name (see probing data list) or your own file: conllu:PATH, text:PATH, raganato:XML[:KEY]",
+    )
     p.add_argument("--split", help="split of the dataset (train, dev, test, all...)")
     p.add_argument("--path", help="read the dataset from this file or folder instead of searching for it")
     p.add_argument(

@@ -292,7 +292,7 @@ def test_bundled_experiments_validate():
     quick = load_experiment("default", quick=True)
     assert quick.max_sentences == 200 and quick.probe.n_boot == 200
     full = load_experiment("full")
-    assert {t.name for t in full.tasks} == {"upos", "xpos", "ptb", "wsd-1nn", "supersense"}
+    assert {t.name for t in full.tasks} == {"upos", "xpos", "number", "tense", "deprel", "ptb", "wsd-1nn", "supersense"}
     assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol) == ((0, 1, 2), 6, 1e-4)
 
 

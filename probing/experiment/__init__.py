@@ -6,6 +6,7 @@
 """
 
 from probing._toml import ExperimentError
+from probing.experiment.helpers import probe_layers
 from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
 from probing.experiment.runner import Results, extract_activations, run_experiment
 from probing.experiment.spec import (
@@ -32,5 +33,6 @@ __all__ = [
     "load_experiment",
     "parse_experiment",
     "probe_code_digest",
+    "probe_layers",
     "run_experiment",
 ]
