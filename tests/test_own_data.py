@@ -178,3 +178,19 @@ def test_probe_layers_takes_corpus_objects_and_deprel(essays):
     test_deprels = [d for s in load(f"conllu:{test}") for d in s.deprels]
     got = res[(res["layer"] == "majority") & (res["metric"] == "accuracy")]["value"].iat[0]
     assert float(got) == pytest.approx(np.mean([d == majority for d in test_deprels]))
+
+
+def test_corpus_len_iteration_and_slicing_stream_the_file():
+    """len(), corpus[i] and corpus[a:b] (issue #15) agree with the list of sentences; a slice is a lazy Corpus
+    with the same name and split."""
+    corpus = load(f"conllu:{DEMO_UD / 'en_ewt-demo-test.conllu.gz'}", "test")
+    every = list(corpus)
+    assert len(corpus) == len(every) > 10
+    assert corpus[0].id == every[0].id and corpus[-1].id == every[-1].id and corpus[7].id == every[7].id
+    part = corpus[2:9:3]
+    assert (part.name, part.split) == (corpus.name, "test") and [s.id for s in part] == [s.id for s in every[2:9:3]]
+    assert [s.id for s in corpus[-3:]] == [s.id for s in every[-3:]] and len(corpus[5:5]) == 0
+    with pytest.raises(IndexError, match="sentence index 100000 out of range"):
+        corpus[100000]
+    with pytest.raises(TypeError, match="integers or slices"):
+        corpus["a"]
