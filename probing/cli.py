@@ -117,8 +117,9 @@ def _data(args: argparse.Namespace) -> int:
     from . import corpora
 
     if args.data_command == "list":
-        table = corpora.available()[["name", "splits", "found", "get"]]
+        table = corpora.available()[["name", "splits", "license", "found", "get"]]
         table["found"] = [f or "-" for f in table["found"]]
+        table["license"] = [lic or "-" for lic in table["license"]]
         print(_table(table, max_colwidth=100))
         return 0
     folder = corpora.get(args.name)
@@ -413,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The dataset registry: what is found where, and how to get what is missing.",
     )
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
-    data.add_parser("list", help="every dataset: splits, the folder it was found in, how to get it")
+    data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
     g.add_argument("name", help="dataset name (see probing data list)")
 

@@ -292,8 +292,10 @@ def test_data_list_and_get(capsys):
     rc, out, _ = cli(capsys, "data", "list")
     rows = {r[0]: r for r in table_rows(out)}
     demo = str(paths.resources_dir() / "data" / "demo-ud")
-    assert rows["demo-ud"][1:3] == ["train, dev, test", demo]
-    assert rows["ud-ewt"][1:4] == ["train, dev, test", "-", "probing data get ud-ewt"]
+    # the licence column (issue #15) comes from each dataset's registry entry
+    assert rows["demo-ud"][1:4] == ["train, dev, test", "CC BY-SA 4.0", demo]
+    assert rows["ud-ewt"][1:5] == ["train, dev, test", "CC BY-SA 4.0", "-", "probing data get ud-ewt"]
+    assert rows["semcor"][2] == "WordNet 3.0 licence" and rows["senseval2"][2] == "research only (no licence given)"
     rc, out, _ = cli(capsys, "data", "get", "demo-ud")
     assert rc == 0 and out.strip() == f"demo-ud: {demo}"
     assert_user_error(capsys, "data", "get", "nope", names="unknown dataset 'nope'")
