@@ -386,7 +386,7 @@ def _figure_and_axes(ax: Axes | None, width: float, height: float) -> tuple[Figu
     if ax is None:
         fig = _new_figure(width, height)
         return fig, fig.add_subplot()
-    fig: Any = getattr(ax, "figure", None)
+    fig: object = getattr(ax, "figure", None)
     while fig is not None and not isinstance(fig, Figure):  # a SubFigure's root figure
         fig = getattr(fig, "figure", None)
     if not isinstance(fig, Figure):
