@@ -386,12 +386,12 @@ def _figure_and_axes(ax: Axes | None, width: float, height: float) -> tuple[Figu
     if ax is None:
         fig = _new_figure(width, height)
         return fig, fig.add_subplot()
-    fig: object = getattr(ax, "figure", None)
-    while fig is not None and not isinstance(fig, Figure):  # a SubFigure's root figure
-        fig = getattr(fig, "figure", None)
-    if not isinstance(fig, Figure):
+    root: object = getattr(ax, "figure", None)
+    while root is not None and not isinstance(root, Figure):  # a SubFigure's root figure
+        root = getattr(root, "figure", None)
+    if not isinstance(root, Figure):
         raise InputError(f"ax= must be a matplotlib Axes inside a figure, got {ax!r}")
-    return fig, ax
+    return root, ax
 
 
 def layer_scores(
