@@ -73,6 +73,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 GLOVE_NAME = "glove-6b-50d"
+DEMO_DIR = "probing-demo"
 
 
 @command("download")
@@ -365,9 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Probe the bundled ELMo, a random ELMo and GloVe layer by layer on the bundled "
         "UD EWT and SemCor slices; draw the layer-comparison figures, the neighbours "
         "of 'play' and per-layer maps; write OUT/figures, OUT/results and "
-        "OUT/report.html. Cached: a second run only redraws.",
+        "OUT/report.html (OUT: ./probing-demo by default). Cached: a second run only redraws.",
     )
-    p.add_argument("--out", default=".", help="output folder (default: the current folder)")
+    p.add_argument(
+        "--out",
+        default=DEMO_DIR,
+        help=f"output folder (default: ./{DEMO_DIR}; the repository's committed figures/ are refreshed by "
+        "scripts/refresh_figures.sh)",
+    )
     p.add_argument("--quick", action="store_true", help="reduced size (200 sentences per split): a smoke run")
 
     p = sub.add_parser(

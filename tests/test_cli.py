@@ -285,6 +285,20 @@ def test_download_errors_are_one_line(server, capsys, monkeypatch):
     assert_user_error(capsys, "download", names="--list")
 
 
+def test_demo_writes_to_its_own_folder_by_default():
+    """issue #15: `probing demo` from the repository root overwrote the tracked figures/; its default output is
+    ./probing-demo (the library default too), and scripts/refresh_figures.sh is what updates figures/."""
+    import inspect
+
+    from probing.cli import build_parser
+    from probing.demo import run_demo
+
+    assert build_parser().parse_args(["demo"]).out == "probing-demo"
+    assert inspect.signature(run_demo).parameters["out_dir"].default == "probing-demo"
+    script = (Path(__file__).parents[1] / "scripts" / "refresh_figures.sh").read_text()
+    assert 'demo --out "$out"' in script and '"$root/figures/demo_results.csv"' in script
+
+
 # -- data ------------------------------------------------------------------------------------------
 
 
