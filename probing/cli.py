@@ -112,6 +112,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 GLOVE_NAME = "glove-6b-50d"
+DEMO_DIR = "probing-demo"
 
 
 @command("download")
@@ -156,8 +157,9 @@ def _data(args: argparse.Namespace) -> int:
     from . import corpora
 
     if args.data_command == "list":
-        table = corpora.available()[["name", "splits", "found", "get"]]
+        table = corpora.available()[["name", "splits", "license", "found", "get"]]
         table["found"] = [f or "-" for f in table["found"]]
+        table["license"] = [lic or "-" for lic in table["license"]]
         print(_table(table, max_colwidth=100))
         return 0
     folder = corpora.get(args.name)
@@ -236,6 +238,7 @@ def _neighbor_columns(df):
 @command("neighbors")
 def _neighbors(args: argparse.Namespace) -> int:
     from .glove import load_vectors
+    from .tokenize import as_words
     from .views.neighbors import locate, neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
 
     if args.vectors is None and args.model is None:
@@ -277,12 +280,18 @@ def _neighbors(args: argparse.Namespace) -> int:
 
         gloss = inventory().gloss
     encoder = get_encoder(args.model, seed=args.seed)
-    words = args.sentence.split() if args.sentence else None
+    words = as_words(args.sentence, "--sentence") if args.sentence else None
+    only = None
+    if args.lemma or args.pos:
+        only = store.rows(lemma=args.lemma, upos=args.pos.upper() if args.pos else None)
+        if not len(only):
+            what = " and ".join(f"{k} {v!r}" for k, v in (("lemma", args.lemma), ("POS", args.pos)) if v)
+            raise UserError(f"no occurrence with {what} in {args.corpus} ({len(store)} tokens) to search")
     if args.table4:
         sources = None if words is None else [(words, locate(words, word=args.word))]
-        found = table4(vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, gloss=gloss).astype(
-            object
-        )
+        found = table4(
+            vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, rows=only, gloss=gloss
+        ).astype(object)
         print(_table(found.where(found.notna(), "")))
         return 0
     if words is None:
@@ -297,10 +306,17 @@ def _neighbors(args: argparse.Namespace) -> int:
         print(f"query: {' '.join(words)}")
     for layer in layers:
         if words is None:
-            found = occurrence_neighbors(store, int(rows[0]), layer, k=args.k or 5, gloss=gloss)
+            found = occurrence_neighbors(store, int(rows[0]), layer, k=args.k or 5, rows=only, gloss=gloss)
         else:
             found = neighbors(
-                args.word, sentence=words, layer=layer, store=store, encoder=encoder, k=args.k or 5, gloss=gloss
+                args.word,
+                sentence=words,
+                layer=layer,
+                store=store,
+                encoder=encoder,
+                k=args.k or 5,
+                rows=only,
+                gloss=gloss,
             )
         print(f"\nlayer {layer}: nearest occurrences in {args.corpus}")
         print(_table(_neighbor_columns(found)))
@@ -433,7 +449,12 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
         help="default, small, original..., a folder with "
         "options.json + weights.hdf5, glove, glove:FILE or random-elmo[:MODEL]",
     )
-    p.add_argument("--corpus", required=required, metavar="NAME", help="dataset name (see probing data list)")
+    p.add_argument(
+        "--corpus",
+        required=required,
+        metavar="NAME",
+        help="dataset name (see probing data list) or your own file: conllu:PATH, text:PATH, raganato:XML[:KEY]",
+    )
     p.add_argument("--split", help="split of the dataset (train, dev, test, all...)")
     p.add_argument("--path", help="read the dataset from this file or folder instead of searching for it")
     p.add_argument(
@@ -462,9 +483,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Probe the bundled ELMo, a random ELMo and GloVe layer by layer on the bundled "
         "UD EWT and SemCor slices; draw the layer-comparison figures, the neighbours "
         "of 'play' and per-layer maps; write OUT/figures, OUT/results and "
-        "OUT/report.html. Cached: a second run only redraws.",
+        "OUT/report.html (OUT: ./probing-demo by default). Cached: a second run only redraws.",
     )
-    p.add_argument("--out", default=".", help="output folder (default: the current folder)")
+    p.add_argument(
+        "--out",
+        default=DEMO_DIR,
+        help=f"output folder (default: ./{DEMO_DIR}; the repository's committed figures/ are refreshed by "
+        "scripts/refresh_figures.sh)",
+    )
     p.add_argument("--quick", action="store_true", help="reduced size (200 sentences per split): a smoke run")
 
     p = sub.add_parser(
@@ -514,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The dataset registry: what is found where, and how to get what is missing.",
     )
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
-    data.add_parser("list", help="every dataset: splits, the folder it was found in, how to get it")
+    data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
     g.add_argument("name", help="dataset name (see probing data list)")
 
@@ -591,7 +617,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("word", help="the query word")
     p.add_argument("--vectors", metavar="V", help=f"{GLOVE_NAME} or a GloVe/word2vec text file")
     _store_options(p, required=False)
-    p.add_argument("--sentence", metavar="TEXT", help="a tokenized sentence holding the word (its context)")
+    p.add_argument(
+        "--sentence",
+        metavar="TEXT",
+        help="a sentence holding the word, its context (tokenized as probing.tokenize says)",
+    )
+    p.add_argument("--lemma", metavar="L", help="search only occurrences with this lemma (any case), e.g. the word's")
+    p.add_argument("--pos", metavar="TAG", help="search only occurrences with this universal POS tag (NOUN, VERB, ...)")
     p.add_argument("--layer", action="append", metavar="L", help="layer name, repeatable (default: all layers)")
     p.add_argument(
         "-k", type=_integer(1, 10_000), metavar="K", help="neighbours per list (default 10 types, 5 occurrences)"

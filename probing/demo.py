@@ -10,7 +10,9 @@ parts of speech. Everything lands in one folder::
                                   neighbours_play.csv
     OUT/report.html               one self-contained page with all of it
 
-Activations and finished probes are cached (``$PROBING_CACHE``), so a second run only redraws.
+OUT is ``./probing-demo`` by default, so a run inside the repository leaves its tracked ``figures/`` alone;
+``scripts/refresh_figures.sh`` (maintainers) copies a full run's figures and results there. Activations and
+finished probes are cached (``$PROBING_CACHE``), so a second run only redraws.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class DemoOutput:
 
 
 def run_demo(
-    out_dir: str | os.PathLike = ".",
+    out_dir: str | os.PathLike = "probing-demo",
     *,
     quick: bool = False,
     progress: bool = True,

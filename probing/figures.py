@@ -391,6 +391,19 @@ def _new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _figure_and_axes(ax: Axes | None, width: float, height: float) -> tuple[Figure, Axes]:
+    """A new one-panel figure of that size, or the caller's ``ax`` and the figure holding it."""
+    if ax is None:
+        fig = _new_figure(width, height)
+        return fig, fig.add_subplot()
+    root: object = getattr(ax, "figure", None)
+    while root is not None and not isinstance(root, Figure):  # a SubFigure's root figure
+        root = getattr(root, "figure", None)
+    if not isinstance(root, Figure):
+        raise InputError(f"ax= must be a matplotlib Axes inside a figure, got {ax!r}")
+    return root, ax
+
+
 def layer_scores(
     results: pd.DataFrame,
     task: str,
@@ -399,20 +412,21 @@ def layer_scores(
     dataset: str | None = None,
     split: str | None = None,
     clip_baselines: bool = True,
+    ax: Axes | None = None,
 ) -> Figure:
     """Score of ``task`` per layer: one series per encoder (mean over seeds, CI bars), baselines as lines.
 
     ``metric`` defaults to :func:`default_metric`. ``dataset`` is needed only when the task has several;
     ``split`` defaults to ``"test"`` when the task has several. With ``clip_baselines`` a baseline far
     outside the layer scores (more than twice their spread away) is named at the axis edge with an arrow
-    instead of squeezing the layers into a sliver of the axis.
+    instead of squeezing the layers into a sliver of the axis. With ``ax`` (e.g. from ``plt.subplots``) the
+    panel is drawn there and its figure returned.
     """
     agg = aggregate(results)
     metric = metric or default_metric(agg, task)
     rows, dataset, split = _select(agg, task, metric, dataset, split)
     with matplotlib.rc_context(_STYLE):
-        fig = _new_figure(6.4, 4.2)
-        ax = fig.add_subplot()
+        fig, ax = _figure_and_axes(ax, 6.4, 4.2)
         _draw_layer_scores(ax, rows[rows["metric"] == metric], metric, clip_baselines)
         ax.set_title(f"{_title(task, dataset, split)}: {metric_info(metric).label.split(' (')[0]} per layer")
     return fig
@@ -663,12 +677,13 @@ def tag_gains(
     *,
     encoder: str | None = None,
     min_n: int = 1,
+    ax: Axes | None = None,
 ) -> Figure:
     """Per-tag accuracy change from ``from_layer`` to ``to_layer``: the ``top`` tags that gain most.
 
     Horizontal bars sorted by gain (largest on top), each tag labelled with its token count ``n``.
     Seeds are averaged. ``encoder`` is needed only if the task has several; tags with fewer than
-    ``min_n`` tokens are left out.
+    ``min_n`` tokens are left out. With ``ax`` the panel is drawn there and its figure returned.
     """
     if top < 1:
         raise InputError(f"top must be at least 1, got {top}")
@@ -721,8 +736,7 @@ def tag_gains(
         raise InputError(f"task {task!r}: no tag has at least min_n={min_n} tokens")
     table = table.sort_values(["gain", "n"], ascending=[False, False]).head(top)
     with matplotlib.rc_context({**_STYLE, "axes.grid.axis": "x"}):
-        fig = _new_figure(6.4, 1.2 + 0.3 * len(table))
-        ax = fig.add_subplot()
+        fig, ax = _figure_and_axes(ax, 6.4, 1.2 + 0.3 * len(table))
         y = np.arange(len(table))[::-1]
         colours = [OKABE_ITO["blue"] if g >= 0 else OKABE_ITO["vermillion"] for g in table["gain"]]
         bars = ax.barh(y, table["gain"], color=colours, height=0.7, zorder=2)

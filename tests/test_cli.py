@@ -285,6 +285,20 @@ def test_download_errors_are_one_line(server, capsys, monkeypatch):
     assert_user_error(capsys, "download", names="--list")
 
 
+def test_demo_writes_to_its_own_folder_by_default():
+    """issue #15: `probing demo` from the repository root overwrote the tracked figures/; its default output is
+    ./probing-demo (the library default too), and scripts/refresh_figures.sh is what updates figures/."""
+    import inspect
+
+    from probing.cli import build_parser
+    from probing.demo import run_demo
+
+    assert build_parser().parse_args(["demo"]).out == "probing-demo"
+    assert inspect.signature(run_demo).parameters["out_dir"].default == "probing-demo"
+    script = (Path(__file__).parents[1] / "scripts" / "refresh_figures.sh").read_text()
+    assert 'demo --out "$out"' in script and '"$root/figures/demo_results.csv"' in script
+
+
 # -- data ------------------------------------------------------------------------------------------
 
 
@@ -292,8 +306,10 @@ def test_data_list_and_get(capsys):
     rc, out, _ = cli(capsys, "data", "list")
     rows = {r[0]: r for r in table_rows(out)}
     demo = str(paths.resources_dir() / "data" / "demo-ud")
-    assert rows["demo-ud"][1:3] == ["train, dev, test", demo]
-    assert rows["ud-ewt"][1:4] == ["train, dev, test", "-", "probing data get ud-ewt"]
+    # the licence column (issue #15) comes from each dataset's registry entry
+    assert rows["demo-ud"][1:4] == ["train, dev, test", "CC BY-SA 4.0", demo]
+    assert rows["ud-ewt"][1:5] == ["train, dev, test", "CC BY-SA 4.0", "-", "probing data get ud-ewt"]
+    assert rows["semcor"][2] == "WordNet 3.0 licence" and rows["senseval2"][2] == "research only (no licence given)"
     rc, out, _ = cli(capsys, "data", "get", "demo-ud")
     assert rc == 0 and out.strip() == f"demo-ud: {demo}"
     assert_user_error(capsys, "data", "get", "nope", names="unknown dataset 'nope'")
@@ -524,6 +540,32 @@ def test_neighbors_of_a_given_sentence_match_a_brute_force_search(capsys):
     assert float(row[1]) == pytest.approx(cos[best], abs=5e-4)
 
 
+def test_lemma_and_pos_filters_restrict_the_neighbours(capsys):
+    """issue #15: without a filter the biLSTM layers answer with unrelated words; --lemma keeps only occurrences
+    of that lemma (any case), --pos only that universal tag, and together both; the cosines are those of the
+    unfiltered search restricted to the same rows."""
+    sentence = "They play football on Sunday ."
+    rc, out, _ = cli(
+        capsys, "neighbors", "play", *SEMCOR, "--layer", 2, "-k", 3, "--sentence", sentence, "--lemma", "PLAY"
+    )
+    assert rc == 0
+    rows = table_rows(out.split("layer 2:")[1])
+    store = extract_activations(str(ELMO), "demo-semcor", "train", max_sentences=SEMCOR_N, progress=False)
+    plays = np.flatnonzero(store.tokens["lemma"].str.lower() == "play")
+    assert len(rows) == 3 and all(r[3] == "play" for r in rows)  # rank, cosine, word, lemma, ...
+    query = Elmo.from_files(OPTIONS_JSON, WEIGHTS_H5).embed([sentence.split()])[0][2, 1]
+    layer = store.layer(2, dtype=np.float32)[plays]
+    cos = np.sort(layer @ query / (np.linalg.norm(layer, axis=1) * np.linalg.norm(query)))[::-1][:3]
+    np.testing.assert_allclose([float(r[1]) for r in rows], cos, atol=5e-4)
+    rc, out, _ = cli(capsys, "neighbors", "play", *SEMCOR, "--layer", 1, "-k", 5, "--pos", "verb")
+    assert rc == 0
+    tagged = store.tokens.set_index("word")["upos"]
+    assert all("VERB" in set(np.atleast_1d(tagged.loc[r[2]])) for r in table_rows(out.split("layer 1:")[1]))
+    assert_user_error(
+        capsys, "neighbors", "play", *SEMCOR, "--lemma", "zebra", names="no occurrence with lemma 'zebra'"
+    )
+
+
 def test_table4_layout(capsys):
     rc, out, _ = cli(capsys, "neighbors", "play", *SEMCOR, "--table4", "--vectors", GLOVE)
     assert rc == 0
@@ -539,3 +581,14 @@ def test_neighbors_errors(capsys):
     assert_user_error(capsys, "neighbors", "xylophone", *SEMCOR, names="'xylophone' does not occur in demo-semcor")
     assert_user_error(capsys, "neighbors", "play", "--model", ELMO, names="--model needs --corpus")
     assert_user_error(capsys, "neighbors", "play", names="give --vectors")
+    # a sentence that does not hold the word is refused, naming the sentence (issue #15)
+    assert_user_error(
+        capsys,
+        "neighbors",
+        "bank",
+        *SEMCOR,
+        "--table4",
+        "--sentence",
+        "we sat on the grass",
+        names="'bank' does not occur",
+    )

@@ -139,10 +139,19 @@ def test_char_ids_follow_reference_layout():
 def test_bad_input_is_refused(stateless):
     with pytest.raises(ValueError, match="sentence 0, token 1: empty token"):
         stateless.embed([["a", ""]])
-    with pytest.raises(TypeError, match="split the string into tokens"):
-        stateless.embed(["a plain string"])
     with pytest.raises(TypeError, match="token 0: expected str"):
         stateless.embed([[3]])
+
+
+def test_strings_are_tokenized_by_the_one_rule(stateless):
+    """A string sentence (issue #15) equals its tokens by probing.tokenize: "Alusik's grounder." is four tokens;
+    a bare string is one sentence."""
+    tokens = ["Chico", "Ruiz", "made", "a", "play", "on", "Alusik", "'s", "grounder", "."]
+    want = stateless.embed([tokens])[0]
+    (one,) = stateless.embed("Chico Ruiz made a play on Alusik's grounder.")
+    listed = stateless.embed(["Chico Ruiz made a play on Alusik's grounder.", ["a", "b"]])
+    np.testing.assert_array_equal(one, want)  # the same single-sentence batch: bit for bit
+    assert np.abs(listed[0] - want).max() <= TOL and listed[1].shape[1] == 2  # batched with another: within TOL
 
 
 def test_weights_errors_name_dataset_and_shapes(tmp_path):

@@ -298,6 +298,9 @@ def test_bundled_experiments_validate():
     assert {t.name for t in full.tasks} == {
         "upos",
         "xpos",
+        "number",
+        "tense",
+        "deprel",
         "ptb",
         "wsd-1nn",
         "supersense",

@@ -360,3 +360,19 @@ def test_save_writes_png_at_200_dpi_and_svg_atomically(tmp_path):
         F.save(fig, tmp_path, "x", formats=("jpg",))
     with pytest.raises(ValueError, match="plain file stem"):
         F.save(fig, tmp_path, "../x")
+
+
+def test_one_panel_figures_draw_on_a_given_ax():
+    """ax= (issue #15): the panel lands on the caller's axes, beside other panels, with the same contents as the
+    function's own figure; the caller's figure comes back."""
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert F.layer_scores(make_results(), "upos", "accuracy", ax=left) is fig
+    assert F.tag_gains(make_per_tag(), "upos", ax=right) is fig
+    assert len(fig.axes) == 2  # nothing added
+    np.testing.assert_allclose(errorbar(left, "ELMo").lines[0].get_ydata(), [90, 96, 95])
+    np.testing.assert_allclose([p.get_width() for p in right.containers[0]], [40, 12, 5, -1], atol=1e-9)
+    own = F.layer_scores(make_results(), "upos", "accuracy").axes[0]
+    assert own.get_title() == left.get_title() and own.get_ylim() == left.get_ylim()

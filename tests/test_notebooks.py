@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the dev extra (nbformat, nbclient)")
@@ -74,13 +75,15 @@ _summary = {
     "04_your_own_corpus": """
 _summary = {
     "mine_rows": len(mine.token_table()), "mine_upos": mine.token_table()["upos"].tolist(),
+    "mine_len": len(mine), "mine_first": mine[0].words, "mine_feats": mine.token_table()["feats"].tolist(),
     "plain_ids": [s.id for s in plain], "plain_tokens": len(plain_store),
     "plain_dim": plain_store.dim, "n_train": n_train, "n_test": n_test,
     "train_tokens": len(train), "test_tokens": len(test), "majority": majority,
     "by_hand": {k: list(map(float, v)) for k, v in by_hand.to_dict(orient="list").items()},
     "experiment": {"name": my_exp.name, "encoders": [e.name for e in my_exp.encoders],
                    "tasks": [t.name for t in my_exp.tasks], "train_path": str(my_exp.tasks[0].train.path.resolve())},
-    "my_rows": my_res.results[["encoder", "layer", "metric"]].to_dict(orient="list"),
+    "my_rows": my_res.results[["task", "dataset", "split", "encoder", "layer", "metric", "value"]].to_dict(orient="list"),
+    "tense_rows": tense[["task", "dataset", "encoder", "layer", "metric", "value"]].to_dict(orient="list"),
     "tokens_seen": summary["tokens_seen"], "export": sorted(p.name for p in export.iterdir()),
     "tiny_shapes": [list(v.shape) for v in tiny_vectors], "plain_lengths": [len(s.words) for s in plain],
 }
@@ -132,6 +135,8 @@ def run_notebook(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, object, 
     code = SUMMARIES[name] + f"import json as _json\nprint({MARK!r} + _json.dumps(_summary))\n"
     nb.cells.append(nbformat.v4.new_code_cell(code))
     NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(work)}}).execute()
+    printed = "".join(out.get("text", "") for c in nb.cells if c.cell_type == "code" for out in c.outputs)
+    assert "TqdmWarning" not in printed, f"{name}: tqdm found no ipywidgets (the dev extra installs it)"
     text = "".join(out.get("text", "") for out in nb.cells[-1].outputs if out.get("name") == "stdout")
     line = next(l for l in text.splitlines() if l.startswith(MARK))
     return json.loads(line[len(MARK) :]), nb, work
@@ -258,7 +263,8 @@ def test_03_play_neighbours(tmp_path, monkeypatch):
 
 def test_04_your_own_corpus(tmp_path, monkeypatch):
     s, _, work = run_notebook("04_your_own_corpus", tmp_path, monkeypatch)
-    assert s["mine_rows"] == 10
+    assert s["mine_rows"] == 10 and s["mine_len"] == 2 and s["mine_first"] == ["The", "kids", "play", "outside", "."]
+    assert s["mine_feats"][1] == "Number=Plur" and s["mine_feats"][0] == ""  # FEATS kept as written, "_" -> ""
     assert s["mine_upos"] == ["DET", "NOUN", "VERB", "ADV", "PUNCT", "PRON", "VERB", "DET", "NOUN", "PUNCT"]
     assert s["plain_ids"] == ["mine:1", "mine:2", "mine:4"]  # the blank line 3 is skipped, ids keep line numbers
     assert s["plain_lengths"] == [8, 9, 8] and s["plain_tokens"] == 25
@@ -273,21 +279,50 @@ def test_04_your_own_corpus(tmp_path, monkeypatch):
     assert s["experiment"] == {
         "name": "my-upos",
         "encoders": ["elmo", "glove"],
-        "tasks": ["upos"],
-        "train_path": str((work / "outputs/04_your_own_corpus/my-treebank/train.conllu.gz").resolve()),
+        "tasks": ["upos", "number", "deprel"],
+        "train_path": str((work / "outputs/04_your_own_corpus/my-treebank/mytb-train.conllu.gz").resolve()),
     }
-    layers = {(e, l) for e, l in zip(s["my_rows"]["encoder"], s["my_rows"]["layer"])}
+    rows = pd.DataFrame(s["my_rows"])
+    assert set(rows["dataset"]) == {"mytb-test"} and set(rows["split"]) == {"test"}  # named after the file
+    layers = set(zip(rows["encoder"], rows["layer"]))
     assert {("elmo", "0"), ("elmo", "1"), ("elmo", "2"), ("elmo", "mix"), ("glove", "glove")} <= layers
-    assert not any(m == "control-accuracy" for m in s["my_rows"]["metric"])  # control = false in the TOML
+    assert not any(m == "control-accuracy" for m in rows["metric"])  # control = false in the TOML
+    # morphology and dependency labels: each task's majority baseline is the share of the test tokens carrying
+    # the most frequent training label (the Number feature, "none" where a word has none; DEPREL), and the best
+    # ELMo layer beats it
+    n = s["n_train"]  # max_sentences applies to every split
+    train_sents, test_sents = _treebank(work, "train", n), _treebank(work, "test", n)
+    for task, label in (("number", _number), ("deprel", None)):
+        if label is None:
+            train_y = [d for x in train_sents for d in x.deprels]
+            test_y = [d for x in test_sents for d in x.deprels]
+        else:
+            train_y = [label(f) for x in train_sents for f in x.feats]
+            test_y = [label(f) for x in test_sents for f in x.feats]
+        top = Counter(train_y).most_common(1)[0][0]
+        acc = rows[(rows["task"] == task) & (rows["metric"] == "accuracy")].set_index(["encoder", "layer"])["value"]
+        assert acc[("baseline", "majority")] == pytest.approx(test_y.count(top) / len(test_y)), task
+        assert max(acc[("elmo", layer)] for layer in "012") > acc[("baseline", "majority")] + 0.1, task
+    tense = pd.DataFrame(s["tense_rows"])
+    assert set(tense["task"]) == {"feats:Tense"} and set(tense["dataset"]) == {"mytb-test"}
+    tense_acc = tense[tense["metric"] == "accuracy"].set_index("layer")["value"]
+    assert max(tense_acc[layer] for layer in "012") > tense_acc["majority"]
     assert s["tokens_seen"] >= 3000
     assert {"options.json", "weights.hdf5"} <= set(s["export"])
     assert s["tiny_shapes"] == [[3, n, 64] for n in s["plain_lengths"]]  # 2 LSTM layers, projection 32 x 2
 
 
+def _number(feats: str) -> str:
+    """The Number feature of a FEATS string, "none" where it has none (the rule of label = "feats:Number")."""
+    return dict(kv.split("=", 1) for kv in feats.split("|") if kv).get("Number", "none")
+
+
 def _treebank(work: Path, split: str, n: int):
     from probing.corpora import read_conllu
 
-    return list(read_conllu(work / "outputs" / "04_your_own_corpus" / "my-treebank" / f"{split}.conllu.gz").head(n))
+    return list(
+        read_conllu(work / "outputs" / "04_your_own_corpus" / "my-treebank" / f"mytb-{split}.conllu.gz").head(n)
+    )
 
 
 def test_05_syntax_trees(tmp_path, monkeypatch):

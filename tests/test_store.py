@@ -488,6 +488,9 @@ def test_reader_api_views_gathers_filters_and_sentences(tmp_path):
     np.testing.assert_array_equal(store.rows(upos="NOUN"), np.flatnonzero(want["upos"] == "NOUN"))
     both = (want["lemma"].isin(["bank", "idea"]) & (want["sense"] != "")).to_numpy()
     np.testing.assert_array_equal(store.rows(lemma=["bank", "idea"], sense_annotated=True), np.flatnonzero(both))
+    # lemmas match ignoring case (issue #15: rows and the maps disagreed on "Bank"); other columns exactly
+    np.testing.assert_array_equal(store.rows(lemma=["BANK", "Idea"], sense_annotated=True), np.flatnonzero(both))
+    assert store.rows(upos="noun").size == 0
     np.testing.assert_array_equal(store.rows(sense_annotated=False), np.flatnonzero(want["sense"] == ""))
     np.testing.assert_array_equal(store.rows(oov=True), np.flatnonzero(want["oov"]))
     assert store.rows(upos="NOUN").dtype == np.int64 and store.rows(word="no-such-word").size == 0

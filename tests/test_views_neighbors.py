@@ -11,9 +11,13 @@ import pytest
 
 from probing.glove import UnknownWordError, Vectors
 from probing.views.neighbors import (
+    PAPER_TABLE4_SOURCES,
+    copies_of,
     cosine_topk,
     format_table,
+    locate,
     neighbors,
+    normalise_text,
     occurrence_neighbors,
     sentence_text,
     table4,
@@ -212,7 +216,18 @@ def test_occurrence_neighbors_match_brute_force(tmp_path, shuffle):
     np.testing.assert_array_equal(got["row"], ref_ids)
     np.testing.assert_allclose(got["cosine"], ref_sims, atol=1e-5)
     assert "s0" not in set(got["sentence_id"]), "the query's own sentence is excluded by default"
-    assert list(got.columns) == ["rank", "cosine", "word", "lemma", "sense", "gloss", "sentence", "sentence_id", "row"]
+    assert list(got.columns) == [
+        "rank",
+        "cosine",
+        "word",
+        "lemma",
+        "sense",
+        "gloss",
+        "sentence",
+        "doc_id",
+        "sentence_id",
+        "row",
+    ]
     # each sentence is rebuilt in word order, whatever the row order, with the hit marked
     for _, hit in got.iterrows():
         sid = int(hit["sentence_id"][1:])
@@ -330,3 +345,108 @@ def test_real_store_gives_the_same_neighbours(tmp_path):
     got = occurrence_neighbors(real, query, "2", k=4)
     want = occurrence_neighbors(fake, query, 2, k=4)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+
+
+# -- the real SemCor case (issue #15): the bundled ELMo on a committed slice of SemCor ---------------
+
+SEMCOR_SLICE = Path(__file__).parent / "fixtures" / "wsd" / "semcor_slice" / "semcor-slice.data.xml"
+
+
+@pytest.fixture(scope="module")
+def semcor_slice(tmp_path_factory):
+    """The bundled default ELMo's store of 8 SemCor sentences: d004.s017 ("Chico_Ruiz made a spectacular play
+    on Alusik 's grounder ..."), five other sentences with the noun "play", and d107.s009/d107.s024, which
+    SemCor holds twice word for word."""
+    from probing.corpora import read_raganato
+    from probing.encoders import get_encoder
+    from probing.store import extract
+
+    encoder = get_encoder("default")
+    corpus = read_raganato(SEMCOR_SLICE, name="semcor-slice", split="all")
+    store = extract(encoder, corpus, cache_dir=tmp_path_factory.mktemp("stores"), progress=False)
+    return store, encoder
+
+
+def test_table4_never_answers_with_the_query_sentence_on_real_semcor(semcor_slice):
+    """The paper's source "Chico Ruiz made a spectacular play on Alusik 's grounder {...}" is SemCor's d004.s017,
+    tokenized differently (SemCor: ``Chico_Ruiz``) and cut. Without identity exclusion that copy is the nearest
+    "play" at the biLSTM layers (same words, same left context); table4 must skip it."""
+    store, encoder = semcor_slice
+    plays = store.rows(lemma="play")
+    words, pos = PAPER_TABLE4_SOURCES[0]
+    encoded = encoder.encode([words])[0]
+    for layer in (1, 2):  # the bug: by vector alone the query's own sentence wins
+        raw = occurrence_neighbors(store, encoded[layer, pos], layer, k=1, rows=plays)
+        assert raw["sentence_id"].iat[0] == "d004.s017", raw  # cosines 0.88 and 0.81, the next 0.85 and 0.80
+    got = table4(None, store, encoder, "play", sources=[PAPER_TABLE4_SOURCES[0]], rows=plays)
+    assert got["layer"].tolist() == ["0", "1", "2"]
+    assert "d004.s017" not in set(got["sentence_id"]), got
+    assert set(got["sentence_id"]) <= {"d002.s025", "d003.s048", "d003.s054", "d003.s060", "d004.s016"}
+    # the same exclusion when the query is typed as a student would (one string, "Alusik's", full stop)
+    typed = neighbors(
+        sentence="Chico Ruiz made a spectacular play on Alusik's grounder.", word="play", layer=2,
+        store=store, encoder=encoder, k=6, rows=plays,
+    )  # fmt: skip
+    assert "d004.s017" not in set(typed["sentence_id"]) and len(typed) == 5
+
+
+def test_a_store_row_query_skips_its_sentence_and_its_copies_by_identity(semcor_slice):
+    """d107.s009 and d107.s024 are the same sentence ("Milk production may be increased by ..."): querying a word
+    of one must skip both, found by (doc_id, sentence_id) and normalised text, not by the neighbour's word."""
+    store, _ = semcor_slice
+    tokens = store.tokens
+    query = int(np.flatnonzero((tokens["sentence_id"] == "d107.s009") & (tokens["word"] == "production"))[0])
+    got = occurrence_neighbors(store, query, 2, k=len(tokens))
+    assert not set(got["sentence_id"]) & {"d107.s009", "d107.s024"}
+    assert len(got) == len(tokens) - 2 * int((tokens["sentence_id"] == "d107.s009").sum())
+    kept = occurrence_neighbors(store, query, 2, k=2, exclude_own_sentence=False)
+    # without the exclusion: the query itself, then its copy's "production" (same words, same vector)
+    assert kept["row"].iat[0] == query and kept["sentence_id"].tolist() == ["d107.s009", "d107.s024"]
+    assert kept["cosine"].iat[1] > 0.999
+
+
+def test_normalise_text_undoes_tokenisation():
+    # SemCor's multiword token and split clitic vs. the paper's and a student's spelling: one text
+    semcor = "Chico_Ruiz made a spectacular play on Alusik 's grounder".split()
+    assert normalise_text(semcor) == normalise_text(["Chico", "Ruiz", "made", "a", "spectacular", "play", "on"] + [
+        "Alusik's", "grounder"])  # fmt: skip
+    assert normalise_text(["``", "Hi", "''"]) == normalise_text(["\u201c", "hi", "\u201d"]) == "''hi''"
+    assert normalise_text(["a", "b"]) != normalise_text(["a", "c"])
+
+
+def test_a_source_position_must_hold_the_word(tmp_path):
+    """issue #15: sources=[(sentence, 7)] for "bank" silently used "on"; now an error names all four facts."""
+    store = make_store(tmp_path)
+    sentence = "we sat on the grassy bank of the river"
+    with pytest.raises(ValueError) as err:
+        table4(None, store, FakeEncoder(), word="bank", sources=[(sentence, 2)], layers=[0])
+    msg = str(err.value)
+    assert "position 2" in msg and "'on'" in msg and "'bank'" in msg and sentence in msg
+    got = table4(None, store, FakeEncoder(), word="bank", sources=[(sentence, 5), (sentence, None)], layers=[0])
+    assert got["source"].tolist() == ["we sat on the grassy [bank] of the river"] * 2  # None finds the word
+    # inflected forms pass; a bare position with no word is only range-checked
+    assert locate("he played well".split(), 1, "play") == 1 and locate("two banks".split(), 1, "bank") == 1
+    with pytest.raises(ValueError, match="outside the sentence"):
+        locate(["a"], 3)
+
+
+def test_copies_of_needs_a_whole_token_cut_and_enough_words():
+    """A cut copy ends where a store token ends ("the play" is not a copy of "the player ..."), and short
+    queries match only whole sentences."""
+    sentences = {
+        "s0": "Chico_Ruiz made a spectacular play on Alusik 's grounder in the hole .",
+        "s1": "Chico_Ruiz made a spectacular player on the team .",
+        "s2": "He played .",
+        "s3": "He played . Twice",
+    }
+    tokens = pd.DataFrame.from_records(
+        [
+            {"doc_id": "d", "sentence_id": sid, "position": p, "word": w}
+            for sid, text in sentences.items()
+            for p, w in enumerate(text.split())
+        ]
+    )
+    assert copies_of(tokens, "Chico Ruiz made a spectacular play".split()) == {("d", "s0")}
+    assert copies_of(tokens, "Chico Ruiz made a spectacular play on Alusik's grounder .".split()) == {("d", "s0")}
+    assert copies_of(tokens, "he played .".split()) == {("d", "s2")}  # 3 words: no cut copies (s3)
+    assert copies_of(tokens, "Chico Ruiz made a spectacular play".split(), cut=False) == set()

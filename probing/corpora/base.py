@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -202,6 +202,51 @@ class Corpus:
 
     def __repr__(self) -> str:
         return f"Corpus(name={self.name!r}, split={self.split!r}, source={self.source!r})"
+
+    def __len__(self) -> int:
+        """The number of sentences, counted by streaming the corpus once (nothing is kept in memory)."""
+        return sum(1 for _ in self)
+
+    @overload
+    def __getitem__(self, index: int) -> Sentence: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Corpus: ...
+
+    def __getitem__(self, index: int | slice) -> Sentence | Corpus:
+        """``corpus[i]``: the i-th sentence; ``corpus[a:b:c]``: a Corpus of those sentences, streamed lazily
+        (same name and split). Negative indices count the corpus first (one more pass)."""
+        if isinstance(index, slice):
+            start, stop, step = index.start, index.stop, index.step
+            if any(v is not None and v < 0 for v in (start, stop)) or (step is not None and step < 0):
+                start, stop, step = index.indices(len(self))
+                if step < 0:
+                    raise InputError("corpus slices with a negative step are not supported (a corpus streams forward)")
+            if step == 0:
+                raise InputError("slice step cannot be zero")
+
+            def part() -> Iterator[Sentence]:
+                it = iter(self)
+                try:
+                    yield from itertools.islice(it, start, stop, step)
+                finally:
+                    close = getattr(it, "close", None)
+                    if close is not None:
+                        close()
+
+            where = f"{'' if start is None else start}:{'' if stop is None else stop}" + (f":{step}" if step else "")
+            return Corpus(
+                part, name=self.name, split=self.split, source=f"{self.source} [{where}]", license=self.license
+            )
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"corpus indices are integers or slices, not {type(index).__name__}")
+        i = int(index)
+        if i < 0:
+            i += len(self)
+        if i >= 0:
+            for sentence in self[i : i + 1]:
+                return sentence
+        raise IndexError(f"sentence index {index} out of range for corpus {self.name!r}/{self.split!r}")
 
     def head(self, n: int) -> Corpus:
         """The first ``n`` sentences, with the same name and split."""

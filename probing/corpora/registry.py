@@ -16,6 +16,12 @@ Deterministic splits made here:
   ``test`` when ``i % 5 == 4`` (70 of SemCor's 352 documents), else in ``train``.
 - ``conll2000``: NLTK's ``train.txt`` and ``test.txt``.
 The WSD test sets have the single split ``test``; brown, masc and semcor have ``all``.
+
+Your own files need no registry entry: ``load`` also takes a *file spec*, ``conllu:PATH`` (CoNLL-U, every
+column kept), ``text:PATH`` (one whitespace-tokenized sentence per line) or ``raganato:XML[:KEY]``
+(Raganato's WSD format; the key file defaults to the ``.gold.key.txt`` beside the XML). The corpus is then
+named after the file (its stem: ``my-essays.conllu`` -> ``my-essays``) and the split is a free label
+(default ``all``).
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ import shutil
 import sys
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probing._io import atomic_path
-from probing.corpora._files import with_gz
+from probing.corpora._files import base_name, with_gz
 from probing.corpora.base import Corpus, reader_version
 from probing.corpora.conllu import read_conllu
 from probing.corpora.nltk_tagged import has_corpus, read_nltk_tagged
@@ -468,17 +475,91 @@ DATASETS: dict[str, Dataset] = {
 }
 
 
+FILE_FORMATS = ("conllu", "text", "raganato")
+FILE_SPEC_FORMS = "conllu:PATH, text:PATH or raganato:XML[:KEY]"
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """A corpus in a file of the user's: ``format`` (one of :data:`FILE_FORMATS`), its ``path`` and, for
+    Raganato's format, an optional gold ``key`` file. :attr:`name` is the file's stem."""
+
+    format: str
+    path: Path
+    key: Path | None = None
+
+    @property
+    def name(self) -> str:
+        stem = base_name(self.path)
+        return stem.split(".data")[0] if self.format == "raganato" else stem
+
+    def __str__(self) -> str:
+        return f"{self.format}:{self.path}" + (f":{self.key}" if self.key else "")
+
+    def open(self, split: str = "all") -> Corpus:
+        """The corpus in the file, named :attr:`name`, with ``split`` as its label."""
+        if self.format == "conllu":
+            return read_conllu(self.path, name=self.name, split=split)
+        if self.format == "text":
+            return read_text(self.path, name=self.name, split=split)
+        return read_raganato(self.path, self.key, name=self.name, split=split)
+
+
+def file_spec(spec: str, base: str | Path | None = None) -> FileSpec | None:
+    """The :class:`FileSpec` of ``conllu:PATH``, ``text:PATH`` or ``raganato:XML[:KEY]`` (relative paths from
+    ``base``, default the current folder), or None when ``spec`` names no file format (a registry name).
+    The file must exist: a FileNotFoundError names the spec and the path looked at."""
+    fmt, sep, rest = spec.partition(":")
+    if not sep or fmt not in FILE_FORMATS:
+        return None
+    if not rest:
+        raise InputError(f"{spec!r}: expected {fmt}:PATH, a path after {fmt}:")
+    key = None
+    if fmt == "raganato" and ":" in rest and not Path(rest).expanduser().exists():
+        rest, key_text = rest.rsplit(":", 1)
+        key = _resolve(key_text, base)
+    path = _resolve(rest, base)
+    for p in (path, key):
+        if p is not None and not p.is_file():
+            raise FileNotFoundError(f"{spec!r}: no file {p}" + ("" if p.is_absolute() else f" (from {Path.cwd()})"))
+    return FileSpec(fmt, path, key)
+
+
+def _resolve(text: str, base: str | Path | None) -> Path:
+    path = Path(text).expanduser()
+    return path if path.is_absolute() or base is None else Path(base) / path
+
+
+def unknown_dataset(name: str) -> str:
+    """The message for a name that is neither a registered dataset nor a file spec."""
+    hint = ""
+    if Path(name).expanduser().is_file():
+        guess = "raganato" if name.endswith((".xml", ".xml.gz")) else ("conllu" if ".conllu" in name else "text")
+        hint = f" {name} is a file: write {guess}:{name}."
+    return (
+        f"unknown dataset {name!r}; known: {', '.join(DATASETS)}; or your own file as {FILE_SPEC_FORMS} "
+        f"(the corpus is then named after the file).{hint}"
+    )
+
+
 def _dataset(name: str) -> Dataset:
     if name not in DATASETS:
-        raise InputError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        raise InputError(unknown_dataset(name))
     return DATASETS[name]
 
 
 def load(name: str, split: str | None = None, *, path: str | Path | None = None) -> Corpus:
     """The corpus ``name``/``split``, found as the module docstring says.
 
-    ``split`` may be omitted when the dataset has one split (for ``text`` it is any label, default ``all``).
+    ``name`` may be a file spec (``conllu:PATH``, ``text:PATH``, ``raganato:XML[:KEY]``): the corpus is then
+    named after the file and ``split`` is a free label (default ``all``). ``split`` may be omitted when the
+    dataset has one split (for ``text`` it is any label, default ``all``).
     """
+    spec = file_spec(name)
+    if spec is not None:
+        if path is not None:
+            raise InputError(f"{name!r} names its file already; path= is for registered datasets")
+        return spec.open(split or "all")
     ds = _dataset(name)
     if split is None:
         if "all" not in ds.splits and len(ds.splits) > 1:

@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from probing.errors import InputError
+from probing.tokenize import tokenize
 
 from .chars import batch_char_ids, check_sentences
 from .model import BiLM, State
@@ -175,13 +176,19 @@ class Elmo(nn.Module):
 
     @torch.inference_mode()
     def embed(
-        self, sentences: Sequence[Sequence[str]], *, batch_size: int = 64, progress: bool = False
+        self, sentences: str | Sequence[str | Sequence[str]], *, batch_size: int = 64, progress: bool = False
     ) -> list[np.ndarray]:
         """Every layer for each sentence: a list of float32 arrays ``(num_layers, n_tokens, output_dim)``.
 
-        Stateless: sentences are batched by length (the result does not depend on it). Stateful:
-        batches are taken in input order, ``batch_size`` sentences each, as the reference does.
+        A sentence is a list of tokens or a string, tokenized by :func:`probing.tokenize.tokenize`; a single
+        string is one sentence (a list of one array comes back). Stateless: sentences are batched by length
+        (the result does not depend on it). Stateful: batches are taken in input order, ``batch_size``
+        sentences each, as the reference does.
         """
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        if isinstance(sentences, Sequence):
+            sentences = [tokenize(s) if isinstance(s, str) else s for s in sentences]
         sentences = check_sentences(sentences)
         if self.stateful:
             order = list(range(len(sentences)))

@@ -12,6 +12,7 @@ from probing._toml import ExperimentError
 
 if TYPE_CHECKING:
     from probing.experiment.extract import extract_activations
+    from probing.experiment.helpers import probe_layers
     from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
     from probing.experiment.runner import Results, run_experiment
     from probing.experiment.spec import (
@@ -31,6 +32,7 @@ _HOMES = {
     "Results": "runner",
     "run_experiment": "runner",
     "extract_activations": "extract",
+    "probe_layers": "helpers",
     **dict.fromkeys(
         [
             "DataRef",
@@ -67,5 +69,6 @@ __all__ = [
     "load_experiment",
     "parse_experiment",
     "probe_code_digest",
+    "probe_layers",
     "run_experiment",
 ]

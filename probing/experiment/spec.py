@@ -43,12 +43,17 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     name = "upos"
     kind = "tagging"             # tagging | supersense | wsd-1nn
     label = "upos"               # token-table column (tagging only)
-    train = "demo-ud:train"      # "dataset:split", or {dataset = ..., split = ..., path = ...}
+    train = "demo-ud:train"      # "dataset:split", or {dataset = ..., split = ..., path = ...}, or a file spec
     dev = "demo-ud:dev"          # optional: without it every 10th training sentence is held out
     test = ["demo-ud:test"]
     skip_missing = false         # true: test sets that are not found are skipped (and listed in provenance)
 
 A task kind adds its own keys (see :data:`probing.tasks.TASK_KINDS`).
+
+Your own files go where a dataset goes, as *file specs*: ``train = "conllu:my-train.conllu"``,
+``"text:PATH"``, ``"raganato:XML[:KEY]"`` (paths relative to the experiment file). The dataset is named
+after the file's stem and the split after the role (``train``, ``dev``, ``test``); in the table form,
+``{dataset = "conllu:PATH", split = "..."}`` names the split.
 """
 
 from __future__ import annotations
@@ -82,14 +87,20 @@ class DataRef:
     dataset: str
     split: str
     path: Path | None = None
+    format: str | None = None  # a file spec's format (conllu, text, raganato); ``dataset`` is then its stem
+    key: Path | None = None  # the gold key file of a raganato file spec
 
     def __str__(self) -> str:
         return f"{self.dataset}:{self.split}"
 
     def load(self, max_sentences: int | None = None):
         from probing.corpora import load
+        from probing.corpora.registry import FileSpec
 
-        corpus = load(self.dataset, self.split, path=self.path)
+        if self.format is not None and self.path is not None:
+            corpus = FileSpec(self.format, self.path, self.key).open(self.split)
+        else:
+            corpus = load(self.dataset, self.split, path=self.path)
         return corpus.head(max_sentences) if max_sentences else corpus
 
 
@@ -207,32 +218,59 @@ class Experiment:
 
 
 def _ref_dict(r: DataRef | None) -> dict[str, Any] | None:
-    return (
-        None if r is None else {"dataset": r.dataset, "split": r.split, "path": None if r.path is None else str(r.path)}
-    )
+    if r is None:
+        return None
+    out: dict[str, Any] = {"dataset": r.dataset, "split": r.split, "path": None if r.path is None else str(r.path)}
+    if r.format is not None:  # only then, so the job keys of registry datasets stay as they were
+        out.update(format=r.format, key=None if r.key is None else str(r.key))
+    return out
+
+
+def _file_ref(t: Table, where: str, spec: str, split: str) -> DataRef | None:
+    """The DataRef of a file spec (``conllu:PATH``, ...), or None when ``spec`` is not one."""
+    from probing.corpora.registry import file_spec
+
+    try:
+        found = file_spec(spec, t.base)
+    except (OSError, ValueError) as e:
+        raise ExperimentError(f"{t.source}: {where}: {e}") from None
+    return None if found is None else DataRef(found.name, split, found.path, found.format, found.key)
 
 
 def _data_ref(t: Table, key: str, value: Any) -> DataRef:
+    from probing.corpora.registry import FILE_FORMATS
+
     where = f"{t.where}.{key}"
+    role = key.split("[")[0]
     if isinstance(value, str):
+        ref = _file_ref(t, where, value, role)
+        if ref is not None:
+            return ref
         dataset, sep, split = value.partition(":")
         if not sep or not dataset or not split:
             raise ExperimentError(
-                f"{t.source}: {where}: expected 'dataset:split' (e.g. 'demo-ud:train'), got {value!r}"
+                f"{t.source}: {where}: expected 'dataset:split' (e.g. 'demo-ud:train') or a file spec "
+                f"(conllu:PATH, text:PATH, raganato:XML[:KEY]), got {value!r}"
             )
         ref = DataRef(dataset, split)
     elif isinstance(value, dict):
         sub = Table(value, where, t.source, t.base)
-        ref = DataRef(sub.string("dataset"), sub.string("split"), sub.path("path"))
+        dataset = sub.string("dataset")
+        is_file = dataset.partition(":")[0] in FILE_FORMATS and ":" in dataset
+        ref = DataRef(dataset, sub.string("split", role) if is_file else sub.string("split"), sub.path("path"))
         sub.done()
+        if is_file:
+            if ref.path is not None:
+                raise ExperimentError(f"{t.source}: {where}.path: {ref.dataset!r} names its file already")
+            return _file_ref(t, f"{where}.dataset", ref.dataset, ref.split)  # type: ignore[return-value]
     else:
         raise ExperimentError(
             f"{t.source}: {where}: expected 'dataset:split' or a table with dataset, split (and path), got {value!r}"
         )
-    from probing.corpora.registry import DATASETS
+    from probing.corpora.registry import DATASETS, unknown_dataset
 
     if ref.dataset not in DATASETS:
-        raise ExperimentError(f"{t.source}: {where}: unknown dataset {ref.dataset!r}; known: {', '.join(DATASETS)}")
+        raise ExperimentError(f"{t.source}: {where}: {unknown_dataset(ref.dataset)}")
     ds = DATASETS[ref.dataset]
     if ref.split not in ds.splits and ref.dataset != "text":
         raise ExperimentError(

@@ -220,7 +220,10 @@ class Store:
         sense_annotated: bool | None = None,
         oov: bool | None = None,
     ) -> np.ndarray:
-        """Sorted int64 rows whose columns match every given filter (a value or a collection of values)."""
+        """Sorted int64 rows whose columns match every given filter (a value or a collection of values).
+
+        ``lemma`` matches ignoring case (``"bank"`` finds ``bank`` and ``Bank``), the one lemma rule of the
+        toolkit (also in the maps and the neighbour filters); the other columns match exactly."""
         t = self.tokens
         mask = np.ones(len(t), dtype=bool)
         for column, want in (
@@ -234,7 +237,10 @@ class Store:
             if want is None:
                 continue
             values = [want] if isinstance(want, str) else list(cast(Collection[str], want))
-            mask &= t[column].isin(values).to_numpy()
+            if column == "lemma":
+                mask &= t[column].astype(str).str.lower().isin([str(v).lower() for v in values]).to_numpy()
+            else:
+                mask &= t[column].isin(values).to_numpy()
         if sense_annotated is not None:
             mask &= (t["sense"] != "").to_numpy() == bool(sense_annotated)
         if oov is not None:

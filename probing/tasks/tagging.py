@@ -6,7 +6,10 @@ Liang's control task (one per seed) with the task's chosen C, and ``selectivity 
 accuracy`` is reported per seed with a paired bootstrap CI. Word-identity baselines (majority class, most
 frequent tag per word type) read only the token table.
 
-An item is a token whose label is not ``""``; labels come from a :data:`LabelFn` on the store's token table.
+An item is a token whose label is not ``""``; labels come from a :data:`LabelFn` on the store's token table:
+a column (``label = "upos"``, ``"xpos"``, ``"lemma"``, ``"deprel"``, ``"feats"``: the whole FEATS string) or one
+morphological feature, ``label = "feats:Number"`` (the feature's value in FEATS, ``"none"`` where the token
+has no such feature: every token is an item).
 
 Two options of a ``[[tasks]]`` table (issue 21): ``directions = true`` also probes the forward and backward
 half of each biLSTM layer (layers ``"1f"``, ``"1b"``, ...: :mod:`probing.layers`); ``oov_split = true`` adds
@@ -16,6 +19,7 @@ accuracy rows for the tokens inside and outside each vocabulary of :func:`defaul
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,6 +62,12 @@ TAGGING_BASELINES = ("majority", "most-frequent-tag")
 # token-table columns that are not per-token labels a probe could predict
 _NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov", "head"}
 LABEL_COLUMNS = tuple(c for c in TOKEN_COLUMNS if c not in _NOT_LABELS)
+FEATS_PREFIX = "feats:"
+NO_FEATURE = "none"
+_FEATURE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(\[[a-z0-9]+\])?$")  # UD: Number, Number[psor]
+LABEL_FORMS = (
+    f"{', '.join(LABEL_COLUMNS)}, or {FEATS_PREFIX}FEATURE (one FEATS feature, e.g. feats:Number, feats:Tense)"
+)
 
 
 def column_labels(column: str) -> LabelFn:
@@ -70,6 +80,39 @@ def column_labels(column: str) -> LabelFn:
 
     labels.__name__ = column
     return labels
+
+
+def feature_labels(feature: str) -> LabelFn:
+    """The value of one FEATS feature per token (``Number=Sing|Person=3`` -> ``Sing`` for ``Number``; multiple
+    values stay as written, ``Sing,Plur``), :data:`NO_FEATURE` where the token lacks it."""
+    if not _FEATURE_NAME.match(feature):
+        raise TaskError(f"{feature!r} is not a FEATS feature name (e.g. Number, Tense, Person, Number[psor])")
+    pattern = rf"(?:^|\|){re.escape(feature)}=([^|]*)"
+
+    def labels(tokens: pd.DataFrame) -> np.ndarray:
+        if "feats" not in tokens.columns:
+            raise TaskError("the token table has no FEATS column (a store written before it existed: re-extract)")
+        feats = tokens["feats"].fillna("").astype(str)
+        if not (feats != "").any():
+            raise TaskError(f"label {FEATS_PREFIX}{feature}: no token has FEATS (is the corpus CoNLL-U with FEATS?)")
+        return feats.str.extract(pattern, expand=False).fillna(NO_FEATURE).astype(str).to_numpy()
+
+    labels.__name__ = f"{FEATS_PREFIX}{feature}"
+    return labels
+
+
+def label_function(label: str) -> LabelFn:
+    """The :data:`LabelFn` of a tagging task's ``label`` (see the module docstring)."""
+    if label.startswith(FEATS_PREFIX):
+        return feature_labels(label[len(FEATS_PREFIX) :])
+    return column_labels(label)
+
+
+def is_label(label: str) -> bool:
+    """Whether ``label`` is a tagging label: one of :data:`LABEL_COLUMNS` or ``feats:FEATURE``."""
+    if label.startswith(FEATS_PREFIX):
+        return _FEATURE_NAME.match(label[len(FEATS_PREFIX) :]) is not None
+    return label in LABEL_COLUMNS
 
 
 def supersense_labels(inventory=None) -> LabelFn:
@@ -501,17 +544,18 @@ def _parse_claims(t: Table) -> dict[str, Any]:
 
 def _parse_label(t: Table) -> dict[str, Any]:
     label = t.string("label")
-    if label not in LABEL_COLUMNS:
-        raise t.fail("label", f"a token-table column to predict, one of {', '.join(LABEL_COLUMNS)}", label)
+    if not is_label(label):
+        raise t.fail("label", f"a label to predict: {LABEL_FORMS}", label)
     return {"label": label, **_parse_claims(t)}
 
 
 TAGGING = TaskKind(
     "tagging",
-    run=lambda job: _run(job, column_labels(job.options["label"])),
+    run=lambda job: _run(job, label_function(job.options["label"])),
     parse=_parse_label,
     baselines=TAGGING_BASELINES,
-    summary="a linear probe per layer predicts a token-table column (label = upos, xpos, ...)",
+    summary="a linear probe per layer predicts a token-table column or one FEATS feature (label = upos, deprel, "
+    "feats:Number, ...)",
 )
 SUPERSENSE = TaskKind(
     "supersense",

@@ -3,6 +3,16 @@
 All searches are exact cosine searches read in chunks, so memory stays bounded however large the
 vector table or activation store is. Results are DataFrames (they render in Jupyter);
 :func:`format_table` renders them as plain text for a terminal.
+
+A query is never its own neighbour. A query that is a store row excludes its sentence by identity
+(document id and sentence id), never by its words. A query sentence from outside the store (Table 4's
+sources, ``neighbors(sentence=...)``) is matched to store sentences by :func:`normalise_text`, which
+undoes the corpora's tokenisation choices: SemCor writes ``Chico_Ruiz`` as one token and ``Alusik 's``
+as two, the paper "Chico Ruiz" and a student "Alusik's". A store sentence is a copy of a query
+sentence when their normalised texts are equal, or, for a query of at least :data:`MIN_CUT_WORDS`
+words, when the store sentence's normalised text starts with the query's, less a final full stop, and
+a store token ends where the query does (the paper cuts its sources with "{...}"). Copies are excluded, and so are copies of a store-row query's own sentence. Strings are
+tokenized by :func:`probing.tokenize.tokenize`.
 """
 
 from __future__ import annotations
@@ -16,8 +26,13 @@ import pandas as pd
 from probing.errors import InputError
 from probing.glove import UnknownWordError, Vectors
 from probing.layers import is_half, resolve
+from probing.tokenize import as_words
 
 Gloss = Callable[[str], str]
+SentenceKey = tuple[str, str]  # (doc_id, sentence_id): a sentence's identity in a store
+MIN_CUT_WORDS = 5  # a query this long may be a cut copy ("{...}") of a longer store sentence
+_FINAL_PUNCT = ".!?;:,\u2026"
+_QUOTES = str.maketrans({"`": "'", "‘": "'", "’": "'", "“": '"', "”": '"'})
 
 # The two source sentences of Peters et al. (2018), Table 4 (cut where the paper writes "{...}").
 PAPER_TABLE4_SOURCES: tuple[tuple[list[str], int], ...] = (
@@ -154,6 +169,59 @@ def _store_layer_names(store: Any) -> list[str] | None:
     return list(names) if names is not None else None
 
 
+def normalise_text(words: Sequence[str]) -> str:
+    """A sentence's text with tokenisation undone, for spotting copies of one sentence.
+
+    Lower-cased; underscores (multiword tokens such as ``Chico_Ruiz``) and all whitespace removed, so
+    ``Chico_Ruiz`` = ``Chico Ruiz`` and ``Alusik 's`` = ``Alusik's``; quote marks unified (``` `` ```,
+    ``''``, curly quotes -> ``''``, ``'``).
+    """
+    text = "".join(words).lower().replace("_", "").translate(_QUOTES).replace('"', "''")
+    return "".join(text.split())
+
+
+def _keys(tokens: pd.DataFrame, rows: np.ndarray | None = None) -> np.ndarray:
+    """``doc_id \\x1f sentence_id`` per token (of ``rows``): one string per sentence identity."""
+    t = tokens if rows is None else tokens.iloc[rows]
+    return (t["doc_id"].astype(str) + "\x1f" + t["sentence_id"].astype(str)).to_numpy()
+
+
+def _sentence_texts(tokens: pd.DataFrame, keep: np.ndarray) -> dict[SentenceKey, tuple[str, set[int]]]:
+    """Normalised text of every sentence holding a row of the boolean mask ``keep``, with the character
+    offsets in it where a token ends."""
+    keys = _keys(tokens)
+    chosen = np.isin(keys, np.unique(keys[keep]))
+    part = pd.DataFrame({"key": keys[chosen], "position": tokens["position"].to_numpy()[chosen]})
+    part["word"] = tokens["word"].astype(str).to_numpy()[chosen]
+    out = {}
+    for key, group in part.sort_values(["key", "position"], kind="stable").groupby("key", sort=False):
+        doc, sid = str(key).split("\x1f", 1)
+        pieces = [normalise_text([w]) for w in group["word"]]
+        out[(doc, sid)] = ("".join(pieces), set(np.cumsum([len(p) for p in pieces]).tolist()))
+    return out
+
+
+def copies_of(tokens: pd.DataFrame, words: Sequence[str], *, cut: bool = True) -> set[SentenceKey]:
+    """``(doc_id, sentence_id)`` of the store sentences that are copies of ``words`` (rule in the module
+    docstring; with ``cut=False`` only equal normalised texts)."""
+    query = normalise_text(words)
+    head = query.rstrip(_FINAL_PUNCT)  # a typed cut copy may end with a full stop where the original goes on
+    cut = cut and len(words) >= MIN_CUT_WORDS and len(head) > 0
+    first = normalise_text(words[:1])
+    starts = np.flatnonzero(tokens["position"].to_numpy() == (int(tokens["position"].min()) if len(tokens) else 0))
+    # a copy's first token starts with the query's first word, or is merged with what follows ("Chico_Ruiz")
+    firsts = [normalise_text([w]) for w in tokens["word"].astype(str).to_numpy()[starts]]
+    keep = np.zeros(len(tokens), dtype=bool)
+    keep[starts[[f.startswith(first) or first.startswith(f) for f in firsts]]] = True
+    if not keep.any():
+        return set()
+    return {
+        key
+        for key, (text, ends) in _sentence_texts(tokens, keep).items()
+        if text == query or (cut and text.startswith(head) and len(head) in ends)
+    }
+
+
 def occurrence_neighbors(
     store: Any,
     query: int | np.ndarray,
@@ -162,33 +230,48 @@ def occurrence_neighbors(
     rows: np.ndarray | None = None,
     *,
     exclude_own_sentence: bool = True,
-    exclude_sentences: Iterable[str] = (),
+    exclude_sentences: Iterable[str | SentenceKey] = (),
     gloss: Gloss | None = None,
     chunk_rows: int = 8192,
 ) -> pd.DataFrame:
     """The ``k`` token occurrences in ``store`` closest to ``query`` at ``layer``, by cosine.
 
     ``query`` is a row of the store or a vector of the layer's width. With a row and
-    ``exclude_own_sentence`` (default), occurrences in the query's own sentence are skipped (they
-    share its context and would crowd the list); ``exclude_sentences`` skips more sentence ids.
-    ``rows`` restricts the search (e.g. ``store.rows(lemma="play")``). ``gloss(key) -> str``, when
-    given, adds a ``gloss`` column. Columns: ``rank, cosine, word, lemma, sense, [gloss], sentence,
-    sentence_id, row``; ``sentence`` has the neighbour word in brackets.
+    ``exclude_own_sentence`` (default), the query's own sentence (same document and sentence id) and
+    the store's copies of it (same normalised text, see the module docstring) are skipped: they share
+    its context and would crowd the list. ``exclude_sentences`` skips more sentences, given as
+    ``(doc_id, sentence_id)`` or a bare sentence id (every document). ``rows`` restricts the search
+    (e.g. ``store.rows(lemma="play")``). ``gloss(key) -> str``, when given, adds a ``gloss`` column.
+    Columns: ``rank, cosine, word, lemma, sense, [gloss], sentence, doc_id, sentence_id, row``;
+    ``sentence`` has the neighbour word in brackets.
     """
     tokens = store.tokens
     matrix = store.layer(layer if is_half(layer) else _layer_index(layer, _store_layer_names(store)))
     if matrix.shape[0] != len(tokens):
         raise InputError(f"store layer {layer!r} has {matrix.shape[0]} rows but the token table has {len(tokens)}")
-    excluded_ids = set(exclude_sentences)
+    pairs: set[SentenceKey] = set()
+    bare: set[str] = set()
+    for item in exclude_sentences:
+        if isinstance(item, str):
+            bare.add(item)
+        else:
+            pairs.add((str(item[0]), str(item[1])))
     if isinstance(query, (int, np.integer)):
         if not 0 <= int(query) < len(tokens):
             raise IndexError(f"query row {query} is outside the store's {len(tokens)} tokens")
         vector = np.asarray(matrix[int(query)], dtype=np.float32)
         if exclude_own_sentence:
-            excluded_ids.add(tokens["sentence_id"].iat[int(query)])
+            own = (str(tokens["doc_id"].iat[int(query)]), str(tokens["sentence_id"].iat[int(query)]))
+            pairs.add(own)
+            words = tokens["word"].to_numpy()[_sentence_rows(tokens, int(query))].astype(str).tolist()
+            pairs |= copies_of(tokens, words, cut=False)
     else:
         vector = np.asarray(query, dtype=np.float32)
-    exclude = np.isin(tokens["sentence_id"].to_numpy(), list(excluded_ids)) if excluded_ids else None
+    exclude = None
+    if pairs or bare:
+        exclude = np.isin(_keys(tokens), ["\x1f".join(p) for p in pairs])
+        if bare:
+            exclude |= np.isin(tokens["sentence_id"].astype(str).to_numpy(), list(bare))
     ids, sims = cosine_topk(matrix, vector, k, rows=rows, exclude=exclude, chunk_rows=chunk_rows)
     hits = tokens.iloc[ids]
     out = pd.DataFrame(
@@ -203,27 +286,10 @@ def occurrence_neighbors(
     if gloss is not None:
         out["gloss"] = [_gloss_of(s, gloss) for s in out["sense"]]
     out["sentence"] = [sentence_text(tokens, int(i)) for i in ids]
+    out["doc_id"] = hits["doc_id"].to_numpy()
     out["sentence_id"] = hits["sentence_id"].to_numpy()
     out["row"] = ids
     return out
-
-
-def _as_tokens(sentence: str | Sequence[str]) -> list[str]:
-    return sentence.split() if isinstance(sentence, str) else list(sentence)
-
-
-def _same_sentences(tokens: pd.DataFrame, words: list[str], position: int) -> set[str]:
-    """Ids of store sentences whose words equal ``words`` (the query sentence, when it is in the store)."""
-    base = int(tokens["position"].min()) if len(tokens) else 0
-    candidates = np.flatnonzero(
-        (tokens["word"].to_numpy() == words[position]) & (tokens["position"].to_numpy() == position + base)
-    )
-    found = set()
-    for row in candidates:
-        rows = _sentence_rows(tokens, int(row))
-        if list(tokens["word"].to_numpy()[rows]) == words:
-            found.add(tokens["sentence_id"].iat[int(row)])
-    return found
 
 
 def _encode(encoder: Any, words: list[str]) -> np.ndarray:
@@ -236,18 +302,39 @@ def _encode(encoder: Any, words: list[str]) -> np.ndarray:
     return out
 
 
+def holds_word(found: str, word: str) -> bool:
+    """Whether the token ``found`` may be an occurrence of ``word``, ignoring case: equal, or sharing all but
+    the word's last letter (at least 3 letters): ``play`` -> ``plays``, ``played``; ``stop`` -> ``stopped``;
+    ``bank`` -> ``banks``. Irregular forms (``ran`` for ``run``) must be asked for as they are written."""
+    f, w = found.lower(), word.lower()
+    return f == w or (len(w) >= 3 and f.startswith(w[: max(3, len(w) - 1)]))
+
+
 def locate(words: Sequence[str], position: int | None = None, word: str | None = None) -> int:
-    """Index of the query in ``words``: ``position`` checked, or the first occurrence of ``word`` (any case)."""
+    """Index of the query in ``words``: ``position`` (checked to hold ``word`` when both are given), or the
+    first occurrence of ``word`` (any case, inflected forms as :func:`holds_word`)."""
     if position is None:
         if word is None:
             raise InputError("give the query's position in the sentence (or the word to find)")
-        lowered = [w.lower() for w in words]
-        if word.lower() not in lowered:
-            raise InputError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
-        return lowered.index(word.lower())
+        for i, w in enumerate(words):
+            if w.lower() == word.lower():
+                return i
+        for i, w in enumerate(words):
+            if holds_word(w, word):
+                return i
+        raise InputError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+        raise InputError(f"position must be a 0-based word index, got {position!r}")
     if not 0 <= position < len(words):
-        raise InputError(f"position {position} is outside the sentence of {len(words)} words")
-    return position
+        raise InputError(
+            f"position {position} is outside the sentence {' '.join(words)!r} of {len(words)} words (0-based)"
+        )
+    if word is not None and not holds_word(words[position], word):
+        raise InputError(
+            f"position {position} of the sentence {' '.join(words)!r} holds {words[position]!r}, not {word!r} "
+            "(positions are 0-based word indices; or give the position as None to find the word)"
+        )
+    return int(position)
 
 
 def neighbors(
@@ -268,9 +355,10 @@ def neighbors(
 
     - ``neighbors("play", vectors=v)``: the word's type neighbours in a static table (k=10).
     - ``neighbors(sentence=..., position=i, layer=l, store=s, encoder=e)``: embeds the sentence
-      (a string is split on whitespace) with the encoder and lists the nearest occurrences in the
-      store at that layer (k=5); ``word`` may replace ``position`` (its first occurrence). The
-      query sentence itself is skipped if the store holds it (``exclude_same_sentence``).
+      (a string is tokenized by :func:`probing.tokenize.tokenize`) with the encoder and lists the
+      nearest occurrences in the store at that layer (k=5); ``word`` may replace ``position`` (its
+      first occurrence), and with both the position is checked to hold the word. Copies of the query
+      sentence in the store are skipped (``exclude_same_sentence``; rule in the module docstring).
     """
     if sentence is None:
         if word is None or vectors is None:
@@ -278,10 +366,10 @@ def neighbors(
         return type_neighbors(vectors, word, k=k or 10)
     if store is None or encoder is None or layer is None:
         raise InputError("neighbours in context need store=, encoder= and layer=")
-    words = _as_tokens(sentence)
+    words = as_words(sentence)
     pos = locate(words, position, word)
     vector = _encoded_layer(_encode(encoder, words), layer, list(encoder.layer_names))[pos]
-    skip = _same_sentences(store.tokens, words, pos) if exclude_same_sentence else set()
+    skip = copies_of(store.tokens, words) if exclude_same_sentence else set()
     return occurrence_neighbors(store, vector, layer, k=k or 5, rows=rows, exclude_sentences=skip, gloss=gloss)
 
 
@@ -290,7 +378,7 @@ def table4(
     store: Any,
     encoder: Any,
     word: str = "play",
-    sources: Sequence[tuple[str | Sequence[str], int]] | None = None,
+    sources: Sequence[tuple[str | Sequence[str], int | None]] | None = None,
     layers: Sequence[int | str] | None = None,
     *,
     k_glove: int = 10,
@@ -300,11 +388,14 @@ def table4(
     """Peters et al. (2018) Table 4: GloVe's type neighbours vs. the biLM's neighbours in context.
 
     First row: ``source="GloVe"``, the ``k_glove`` type neighbours of ``word``. Then, for each
-    source ``(tokens, position)`` and each layer, the nearest occurrence in ``store`` (SemCor in
-    the paper) with its sentence, sense and gloss. ``sources`` defaults to the paper's two
-    sentences when ``word == "play"``; ``layers`` defaults to all of the encoder's layers.
-    ``rows`` restricts the search, e.g. to the word's own occurrences. Columns: ``source, layer,
-    nearest, cosine, sense, gloss, sentence_id``.
+    source ``(sentence, position)`` and each layer, the nearest occurrence in ``store`` (SemCor in
+    the paper) with its sentence, sense and gloss; copies of the source sentence in the store are
+    never the answer (module docstring). Each position must hold ``word`` (or an inflected form; an
+    error names the sentence, position and word otherwise); ``None`` finds the word's first
+    occurrence. A string sentence is tokenized by :func:`probing.tokenize.tokenize`. ``sources``
+    defaults to the paper's two sentences when ``word == "play"``; ``layers`` defaults to all of the
+    encoder's layers. ``rows`` restricts the search, e.g. to the word's own occurrences. Columns:
+    ``source, layer, nearest, cosine, sense, gloss, sentence_id``.
     """
     if sources is None:
         if word != "play":
@@ -327,10 +418,10 @@ def table4(
             }
         )
     for sentence, position in sources:
-        words = _as_tokens(sentence)
-        pos = locate(words, position, None)
+        words = as_words(sentence, "table4 source")
+        pos = locate(words, position, word)
         encoded = _encode(encoder, words)
-        skip = _same_sentences(store.tokens, words, pos)
+        skip = copies_of(store.tokens, words)
         for layer in layers:
             vector = _encoded_layer(encoded, layer, layer_names)[pos]
             hit = occurrence_neighbors(store, vector, layer, k=1, rows=rows, exclude_sentences=skip, gloss=gloss)

@@ -122,9 +122,9 @@ def _first_key(sense: str) -> str:
     return sense.split()[0] if sense else ""
 
 
-def _legend_label(key: str, count: int, gloss: Gloss | None) -> str:
+def _legend_label(key: str, count: int, gloss: Gloss | None, other: str = "other senses / unannotated") -> str:
     if key == OTHER:
-        return f"other senses / unannotated ({count})"
+        return f"{other} ({count})"
     text = key
     if gloss is not None:
         try:
@@ -155,6 +155,7 @@ def umap_layers_coords(
     gloss: Gloss | None = None,
     method: str = "umap",
     all_forms: bool = False,
+    color_by: str = "sense",
 ) -> pd.DataFrame:
     """Coordinates behind :func:`umap_layers`: one 2-D map per (lemma, layer).
 
@@ -170,16 +171,30 @@ def umap_layers_coords(
     n_total, n_distinct, method``; ``n_distinct`` counts the distinct occurrence vectors,
     ``group`` is one of the ``n_senses`` most frequent first sense keys, else ``"other"``, and
     ``label`` is its legend text (short gloss when ``gloss`` is given, else the key); ``selection``
-    describes the occurrences (e.g. ``'play' (NOUN "play")``).
+    describes the occurrences (e.g. ``'play' (NOUN "play")``). ``color_by`` groups by another token-table
+    column instead of the first sense key (``"upos"``, ``"word"``, ...; ``all_forms`` colours by form); a
+    lemma none of whose occurrences has a value (a corpus without senses) warns: its map would be all grey.
     """
     if not 1 <= n_senses <= len(OKABE_ITO):
         raise InputError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
     tokens = store.tokens
+    if color_by != "sense" and color_by not in tokens.columns:
+        raise InputError(f"color_by={color_by!r} is not a token-table column; columns: {', '.join(tokens.columns)}")
     frames = []
     for lemma in lemmas:
         selection = lemma_rows(tokens, lemma, all_forms=all_forms)
         all_rows = selection.rows
-        keys = np.array([_first_key(s) for s in tokens["sense"].to_numpy()[all_rows]], dtype=object)
+        if color_by == "sense":
+            keys = np.array([_first_key(s) for s in tokens["sense"].to_numpy()[all_rows]], dtype=object)
+        else:
+            keys = tokens[color_by].astype(str).to_numpy()[all_rows].astype(object)
+        if not (keys != "").any():
+            warnings.warn(
+                f"lemma {lemma!r}: none of its {len(all_rows)} occurrences has a {color_by} in this store, so its "
+                "map is all grey; colour by a column the corpus has, e.g. color_by='upos' or color_by='word'",
+                UserWarning,
+                stacklevel=2,
+            )
         colour_by = tokens["word"].astype(str).str.lower().to_numpy()[all_rows] if all_forms else keys
         ranked = pd.Series(colour_by[colour_by != ""]).value_counts()
         ranked = ranked.iloc[np.lexsort((ranked.index.to_numpy(dtype=str), -ranked.to_numpy()))]
@@ -193,7 +208,11 @@ def umap_layers_coords(
                 OTHER: f"other forms ({counts.get(OTHER, 0)})"
             }
         else:
-            labels = {g: _legend_label(g, int(counts.get(g, 0)), gloss) for g in top + [OTHER]}
+            other = "other senses / unannotated" if color_by == "sense" else f"other / no {color_by}"
+            labels = {
+                g: _legend_label(g, int(counts.get(g, 0)), gloss if color_by == "sense" else None, other)
+                for g in top + [OTHER]
+            }
         for index, name in _layers(store, layers):
             x = np.asarray(store.layer(index)[rows], dtype=np.float32)
             coords, used = embed_2d(np.vstack([x, x.mean(axis=0, keepdims=True)]), method=method, seed=seed)
@@ -274,6 +293,8 @@ def umap_layers(
     gloss: Gloss | None = None,
     method: str = "umap",
     all_forms: bool = False,
+    color_by: str = "sense",
+    ax: Axes | None = None,
 ) -> Figure:
     """Occurrences of each lemma at each layer, side by side, coloured by WordNet sense.
 
@@ -292,11 +313,27 @@ def umap_layers(
     another space and cannot be placed on this map. With ``glove`` (a :class:`~probing.glove.Vectors`)
     the last column says so and lists the word's GloVe type neighbours: one vector, one list,
     whatever the sense. Layer 0 is context-free, so all occurrences of a word form coincide there.
+
+    ``color_by`` colours by another token-table column (see :func:`umap_layers_coords`). With ``ax`` (one
+    lemma and one layer: one map) the map and its legend are drawn there and its figure returned.
     """
+    if ax is not None and (len(lemmas) != 1 or len(layers) != 1):
+        raise InputError(f"ax= draws one map: give one lemma and one layer (got {len(lemmas)} and {len(layers)})")
     coords = umap_layers_coords(
-        store, lemmas, layers, max_points, seed, n_senses=n_senses, gloss=gloss, method=method, all_forms=all_forms
+        store,
+        lemmas,
+        layers,
+        max_points,
+        seed,
+        n_senses=n_senses,
+        gloss=gloss,
+        method=method,
+        all_forms=all_forms,
+        color_by=color_by,
     )
     layer_names = list(dict.fromkeys(coords["layer"]))
+    if ax is not None:
+        return _one_lemma_map(ax, coords, lemmas[0], layer_names[0], method)
     n_rows, n_cols = len(lemmas), len(layer_names)
     fig = Figure(figsize=(3.0 * n_cols + 3.6, 2.9 * n_rows + 0.6), layout="constrained")
     grid = fig.add_gridspec(n_rows, n_cols + 1, width_ratios=[1.0] * n_cols + [1.25])
@@ -306,30 +343,22 @@ def umap_layers(
         groups = [g for g in dict.fromkeys(part["group"]) if g]
         colour_of = _group_colours(part)
         for c, name in enumerate(layer_names):
-            ax = fig.add_subplot(grid[r, c])
+            panel_ax = fig.add_subplot(grid[r, c])
             panel = part[part["layer"] == name]
             occ = panel[panel["kind"] == "occurrence"]
-            for g in sorted(groups, key=lambda g: (g != OTHER, -np.sum(occ["group"] == g))):
-                pts = occ[occ["group"] == g]
-                ax.scatter(
-                    pts["x"],
-                    pts["y"],
-                    s=_marker_size(len(occ)),
-                    c=colour_of[g],
-                    alpha=0.75,
-                    linewidths=0,
-                    rasterized=True,
-                )
+            _draw_groups(panel_ax, occ, groups, colour_of)
             star = panel[panel["kind"] == "type average"]
-            ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
-            _style_map_axis(
-                ax, f"{first['selection']}, layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0]
+            panel_ax.scatter(
+                star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5
             )
-            ax.text(
+            _style_map_axis(
+                panel_ax, f"{first['selection']}, layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0]
+            )
+            panel_ax.text(
                 0.02,
                 0.02,
                 _score_note(occ),
-                transform=ax.transAxes,
+                transform=panel_ax.transAxes,
                 fontsize=6.5,
                 va="bottom",
                 ha="left",
@@ -378,8 +407,36 @@ def umap_layers(
             info.text(
                 0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes
             )
-    fig.suptitle(f"Occurrences by WordNet sense, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
+    what = "WordNet sense" if color_by == "sense" else color_by
+    fig.suptitle(f"Occurrences by {what}, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
     return fig
+
+
+def _draw_groups(ax: Axes, occ: pd.DataFrame, groups: list[str], colour_of: dict[str, str]) -> None:
+    for g in sorted(groups, key=lambda g: (g != OTHER, -np.sum(occ["group"] == g))):
+        pts = occ[occ["group"] == g]
+        ax.scatter(
+            pts["x"], pts["y"], s=_marker_size(len(occ)), c=colour_of[g], alpha=0.75, linewidths=0, rasterized=True
+        )
+
+
+def _one_lemma_map(ax: Axes, coords: pd.DataFrame, lemma: str, name: str, method: str) -> Figure:
+    """One (lemma, layer) map on the caller's ``ax``, with its legend inside; returns the figure."""
+    panel = coords[(coords["lemma"] == lemma) & (coords["layer"] == name)]
+    occ = panel[panel["kind"] == "occurrence"]
+    groups = [g for g in dict.fromkeys(panel["group"]) if g]
+    colour_of = _group_colours(panel)
+    _draw_groups(ax, occ, groups, colour_of)
+    star = panel[panel["kind"] == "type average"]
+    ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
+    _style_map_axis(ax, f"'{lemma}', layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
+    handles = [
+        Line2D([], [], marker="o", linestyle="", color=colour_of[g], markersize=6,
+               label=panel.loc[panel["group"] == g, "label"].iat[0])
+        for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(occ["group"] == g)))
+    ]  # fmt: skip
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="best")
+    return ax.figure  # type: ignore[return-value]
 
 
 def _group_colours(part: pd.DataFrame) -> dict[str, str]:
@@ -414,17 +471,21 @@ def umap_pos_coords(
     *,
     n_tags: int = 9,
     method: str = "umap",
+    color_by: str = "upos",
 ) -> pd.DataFrame:
-    """Coordinates behind :func:`umap_pos`: a sample of tokens (stratified by UPOS, OOV and untagged
-    tokens left out), the same rows at every layer. Columns: ``layer, row, x, y, word, upos, group,
-    n_shown, n_total, n_distinct, method``; ``group`` is one of the ``n_tags`` most frequent tags, else ``"other"``."""
+    """Coordinates behind :func:`umap_pos`: a sample of tokens (stratified by the ``color_by`` column, UPOS by
+    default; OOV tokens and tokens without a value left out), the same rows at every layer. Columns:
+    ``layer, row, x, y, word, upos, group, n_shown, n_total, n_distinct, method``; ``upos`` holds the
+    ``color_by`` value and ``group`` is one of the ``n_tags`` most frequent values, else ``"other"``."""
     if not 1 <= n_tags <= len(TOL_MUTED):
         raise InputError(f"n_tags must be between 1 and {len(TOL_MUTED)} (distinct colours), got {n_tags}")
     tokens = store.tokens
-    upos = tokens["upos"].astype(str).to_numpy()
+    if color_by not in tokens.columns:
+        raise InputError(f"color_by={color_by!r} is not a token-table column; columns: {', '.join(tokens.columns)}")
+    upos = tokens[color_by].astype(str).to_numpy()
     candidates = np.flatnonzero((upos != "") & ~tokens["oov"].to_numpy(dtype=bool))
     if len(candidates) == 0:
-        raise InputError("the store has no POS-tagged tokens (the upos column is empty)")
+        raise InputError(f"the store has no tokens with a {color_by} (the {color_by} column is empty)")
     tags = upos[candidates]
     ranked = pd.Series(tags).value_counts()
     top = sorted(ranked.index, key=lambda t: (-ranked[t], t))[:n_tags]
@@ -463,25 +524,35 @@ def umap_pos(
     *,
     n_tags: int = 9,
     method: str = "umap",
+    color_by: str = "upos",
+    ax: Axes | None = None,
 ) -> Figure:
-    """A sample of the corpus per layer, coloured by universal POS tag (Tol muted; grey = other tags)."""
-    coords = umap_pos_coords(store, layers, max_points, seed, n_tags=n_tags, method=method)
+    """A sample of the corpus per layer, coloured by universal POS tag (Tol muted; grey = other tags).
+
+    ``color_by`` colours by another token-table column (``xpos``, ``deprel``, ...). With ``ax`` (one layer:
+    one map) the map is drawn there, its legend inside, and its figure returned."""
+    if ax is not None and len(layers) != 1:
+        raise InputError(f"ax= draws one map: give one layer (got {len(layers)})")
+    coords = umap_pos_coords(store, layers, max_points, seed, n_tags=n_tags, method=method, color_by=color_by)
     names = list(dict.fromkeys(coords["layer"]))
-    fig = Figure(figsize=(3.3 * len(names) + 1.6, 3.6), layout="constrained")
-    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    if ax is None:
+        fig = Figure(figsize=(3.3 * len(names) + 1.6, 3.6), layout="constrained")
+        axes = fig.subplots(1, len(names), squeeze=False)[0]
+    else:
+        fig, axes = ax.figure, [ax]  # type: ignore[assignment]
     first = coords[coords["layer"] == names[0]]
     ranked = [g for g in first["group"].value_counts().index if g != OTHER]
     ranked.sort(key=lambda g: (-np.sum(first["group"] == g), g))
     colours = {g: TOL_MUTED[i % len(TOL_MUTED)] for i, g in enumerate(ranked)}
     colours[OTHER] = OTHER_COLOUR
-    for ax, name in zip(axes, names):
+    for panel_ax, name in zip(axes, names):
         panel = coords[coords["layer"] == name]
         for g in [OTHER] + ranked:
             pts = panel[panel["group"] == g]
-            ax.scatter(
+            panel_ax.scatter(
                 pts["x"], pts["y"], s=_marker_size(len(panel)), c=colours[g], alpha=0.7, linewidths=0, rasterized=True
             )
-        _style_map_axis(ax, f"layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
+        _style_map_axis(panel_ax, f"layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
     handles = [
         Line2D(
             [],
@@ -495,8 +566,13 @@ def umap_pos(
         for g in ranked + [OTHER]
         if np.any(first["group"] == g)
     ]
-    fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False, title="UPOS (shown)")
-    title = f"Tokens by part of speech, per layer ({_method_title(coords)}, seed {seed})"
-    note = _sample_note(int(first["n_shown"].iat[0]), int(first["n_total"].iat[0]), "tokens", "UPOS")
+    title_of = "UPOS" if color_by == "upos" else color_by
+    if ax is not None:
+        ax.legend(handles=handles, fontsize=7, frameon=False, title=f"{title_of} (shown)", title_fontsize=7)
+        return fig
+    fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False, title=f"{title_of} (shown)")
+    what = "part of speech" if color_by == "upos" else color_by
+    title = f"Tokens by {what}, per layer ({_method_title(coords)}, seed {seed})"
+    note = _sample_note(int(first["n_shown"].iat[0]), int(first["n_total"].iat[0]), "tokens", title_of)
     fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=10)
     return fig

@@ -1,0 +1,128 @@
+"""``probe_layers``: one call from data to a tidy results table, for notebooks and coursework.
+
+It builds an experiment as a plain dict (the same structure as an experiment TOML file), checks it with
+:func:`~probing.experiment.parse_experiment` and runs it with :func:`~probing.experiment.run_experiment`,
+so a one-liner gets the same probes, control tasks, baselines, confidence intervals and caching as
+``probing run``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from probing.corpora.base import Corpus
+from probing.errors import InputError
+from probing.experiment.runner import run_experiment
+from probing.experiment.spec import DataRef, parse_experiment
+
+Data = str | Corpus
+ENCODER_SHORTHANDS: dict[str, dict[str, Any]] = {
+    "elmo": {"name": "elmo", "kind": "elmo", "model": "default"},
+    "random-elmo": {"name": "random-elmo", "kind": "random-elmo", "model": "default"},
+    "glove": {"name": "glove", "kind": "glove"},
+}
+_PLACEHOLDER = {"train": "demo-ud:train", "dev": "demo-ud:dev", "test": "demo-ud:test"}
+
+
+@dataclass(frozen=True)
+class CorpusRef(DataRef):
+    """A DataRef over a :class:`Corpus` object already in hand (its name and split name the results)."""
+
+    corpus: Any = field(default=None, compare=False, hash=False)
+
+    def load(self, max_sentences: int | None = None):
+        return self.corpus.head(max_sentences) if max_sentences else self.corpus
+
+
+def _encoder_table(encoder: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(encoder, Mapping):
+        return dict(encoder)
+    if encoder in ENCODER_SHORTHANDS:
+        return dict(ENCODER_SHORTHANDS[encoder])
+    from probing.elmo.hub import REGISTRY
+
+    if encoder in REGISTRY:
+        return {"name": encoder, "kind": "elmo", "model": encoder}
+    raise InputError(
+        f"unknown encoder {encoder!r}: give elmo, random-elmo, glove, a checkpoint name ({', '.join(REGISTRY)}) "
+        "or an [[encoders]] table as a dict"
+    )
+
+
+def _spec(value: Data, role: str) -> str:
+    if isinstance(value, Corpus):
+        return _PLACEHOLDER[role]
+    if isinstance(value, str):
+        return value
+    raise InputError(f"{role}: expected a corpus spec ('demo-ud:train', 'conllu:PATH', ...) or a Corpus, got {value!r}")
+
+
+def _swap(ref: DataRef, value: Data) -> DataRef:
+    if isinstance(value, Corpus):
+        return CorpusRef(value.name, value.split, corpus=value)
+    return ref
+
+
+def probe_layers(
+    train: Data,
+    test: Data | Sequence[Data],
+    *,
+    label: str = "upos",
+    encoders: Sequence[str | Mapping[str, Any]] = ("elmo",),
+    dev: Data | None = None,
+    kind: str = "tagging",
+    probe: Mapping[str, Any] | None = None,
+    seeds: Sequence[int] = (0,),
+    bootstrap: int = 1000,
+    max_sentences: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    out_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Probe every layer of each encoder for ``label`` and return the tidy results table.
+
+    ``train``, ``dev`` and ``test`` (one or a list) are corpus specs (``"demo-ud:train"``,
+    ``"conllu:my.conllu"``, ``"text:PATH"``, ``"raganato:XML[:KEY]"``) or :class:`~probing.corpora.Corpus`
+    objects. ``label`` is a tagging label (``upos``, ``xpos``, ``deprel``, ``feats:Number``, ...; ignored for
+    other ``kind``). ``encoders``: ``elmo`` (the bundled default), ``random-elmo``, ``glove``, a checkpoint
+    name, or ``[[encoders]]`` tables as dicts. ``probe`` is the ``[probe]`` table (``C``, ``max_iter``,
+    ``control``, ``mix``, ``concat``, ...). Without ``out_dir`` the files are written to a temporary folder
+    that is removed. Columns: ``task, dataset, split, encoder, layer, metric, value, ci_low, ci_high, seed``.
+    """
+    tests = [test] if isinstance(test, (str, Corpus)) else list(test)
+    if not tests:
+        raise InputError("test: give at least one test corpus")
+    tables = [_encoder_table(e) for e in encoders]
+    task: dict[str, Any] = {"name": label if kind == "tagging" else kind, "kind": kind}
+    if kind == "tagging":
+        task["label"] = label
+    task["train"] = _spec(train, "train")
+    if dev is not None:
+        task["dev"] = _spec(dev, "dev")
+    task["test"] = [_spec(t, "test") for t in tests]
+    experiment: dict[str, Any] = {"name": "probe_layers", "seeds": list(seeds), "bootstrap": bootstrap}
+    if max_sentences:
+        experiment["max_sentences"] = max_sentences
+    if cache_dir is not None:
+        experiment["cache_dir"] = str(Path(cache_dir).expanduser().resolve())
+    spec = {"experiment": experiment, "probe": dict(probe or {}), "encoders": tables, "tasks": [task]}
+    exp = parse_experiment(spec, source="probe_layers()")
+    parsed = exp.tasks[0]
+    parsed = replace(
+        parsed,
+        train=_swap(parsed.train, train),
+        dev=None if dev is None or parsed.dev is None else _swap(parsed.dev, dev),
+        test=tuple(_swap(r, t) for r, t in zip(parsed.test, tests)),
+    )
+    exp = replace(exp, tasks=(parsed,))
+    if out_dir is not None:
+        return run_experiment(exp, out_dir, progress=progress).results
+    with tempfile.TemporaryDirectory(prefix="probing-") as tmp:
+        return run_experiment(exp, tmp, progress=progress).results
