@@ -98,7 +98,7 @@ class Manifest(TypedDict, total=False):
     chunk_tokens: int | None
     chunks: list[ChunkInfo]
     merged_from: list[dict[str, Any]]
-    device: str
+    device: str | None
     versions: dict[str, str | None]
     timings: dict[str, Any]
     created: str
