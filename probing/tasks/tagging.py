@@ -11,7 +11,7 @@ An item is a token whose label is not ``""``; labels come from a :data:`LabelFn`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,10 @@ import pandas as pd
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
+from probing.probes.mdl import FRACTIONS, control_codelength, online_codelength
 from probing.probes.mix import ScalarMixProbe, select_mix_l2
 from probing.protocols import StoreLike
-from probing.results import BASELINE_ENCODER
+from probing.results import BASELINE_ENCODER, make_row
 from probing.store.format import TOKEN_COLUMNS
 from probing.tasks.common import (
     Job,
@@ -197,11 +198,13 @@ def tagging_probes(
     settings: ProbeSettings,
     *,
     progress=None,
+    mdl: Mapping[str, Any] | None = None,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
     ``train``/``dev``/``tests`` hold the same encoder's activations for those splits; results are rows for
-    each test part. ``progress`` (optional) is called with a short description before each probe.
+    each test part. ``progress`` (optional) is called with a short description before each probe. ``mdl``
+    (the MDL options of :func:`mdl_rows`, or None) adds online-codelength rows for every single layer.
     """
     tests = list(tests)
     if not tests:
@@ -265,6 +268,11 @@ def tagging_probes(
                 )
 
     out.rows += margin_rows(task, encoder, single, settings.probe_seeds[0], settings.n_boot)
+
+    if mdl is not None:
+        for name in layer_names:
+            tell(f"{task} {encoder} layer {name}: online codelength")
+            out.extend(mdl_rows(task, encoder, name, train, tr, dv, data[name][0], data[name][1], settings, mdl))
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")
@@ -344,6 +352,83 @@ def _control(
             )
 
 
+MDL_PROBES = ("linear", "mlp")
+
+
+def mdl_fractions(n_sentences: int) -> tuple[float, ...]:
+    """Voita & Titov's block fractions (:data:`probing.probes.mdl.FRACTIONS`) less the leading ones whose
+    block would hold no sentence (``int(f * n_sentences) < 1``: fewer than 1000 training sentences), so
+    the first block is the first non-empty one."""
+    kept = tuple(f for f in FRACTIONS if int(f * n_sentences) >= 1)
+    if len(kept) < 2:
+        raise TaskError(f"online codelength needs at least 2 blocks; {n_sentences} training sentences give {kept}")
+    return kept
+
+
+def mdl_rows(
+    task: str,
+    encoder: str,
+    layer: str,
+    train: Part,
+    tr: Items,
+    dv: Items,
+    X_tr,
+    X_dv,
+    settings: ProbeSettings,
+    options: Mapping[str, Any],
+) -> TaskOutput:
+    """Online-codelength rows (and a note per seed) of one layer on the training split (Voita & Titov 2020), one set per seed in
+    the first ``options["seeds"]`` of ``settings.seeds``: ``codelength_kbits``, ``uniform_kbits``,
+    ``compression`` (:func:`probing.probes.mdl.online_codelength`) and ``control-codelength_kbits``
+    (:func:`~probing.probes.mdl.control_codelength` on the control task of the same seed). The seed draws the
+    sentence order (and the control labels); the dev items stop each block's training early: the linear
+    probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss.
+    X_tr, X_dv: (n_train, d), (n_dev, d) activations of the items ``tr``, ``dv``."""
+    probe = options.get("probe", "linear")
+    kwargs: dict[str, Any] = {
+        "probe": probe,
+        "X_dev": X_dv,
+        "fractions": mdl_fractions(len(np.unique(tr.groups))),
+        "max_iter": settings.max_iter,
+    }
+    if probe == "linear":
+        kwargs["Cs"] = settings.Cs
+    else:
+        kwargs.update(hidden_layers=options.get("hidden_layers", 1), width=options.get("width", 256))
+    out = TaskOutput()
+    for seed in settings.seeds[: options.get("seeds", 1)]:
+        code, ok = quiet_fit(online_codelength, X_tr, tr.y, tr.groups, y_dev=dv.y, seed=seed, **kwargs)
+        control, control_ok = quiet_fit(
+            control_codelength,
+            X_tr,
+            tr.y,
+            tr.words.tolist(),
+            tr.groups,
+            control_seed=seed,
+            words_dev=dv.words.tolist(),
+            seed=seed,
+            **kwargs,
+        )
+        values = {**code.metrics(), "control-codelength_kbits": control.codelength_kbits}
+        out.rows += [
+            make_row(task, train.dataset, train.split, encoder, layer, name, value, seed=seed)
+            for name, value in values.items()
+        ]
+        out.probes.append(
+            {
+                "task": task,
+                "encoder": encoder,
+                "layer": layer,
+                "seed": seed,
+                "mdl": code.params,
+                "mdl_control": control.params,
+                "mdl_block_tokens": code.block_tokens.tolist(),
+                "converged": ok and control_ok,
+            }
+        )
+    return out
+
+
 def tagging_baselines(
     task: str,
     train: Part,
@@ -378,7 +463,15 @@ def tagging_baselines(
 
 def _run(job: Job, labels: LabelFn) -> TaskOutput:
     out = tagging_probes(
-        job.task, job.encoder, job.train, job.dev, job.tests, labels, job.settings, progress=job.progress
+        job.task,
+        job.encoder,
+        job.train,
+        job.dev,
+        job.tests,
+        labels,
+        job.settings,
+        progress=job.progress,
+        mdl=job.options.get("mdl"),
     )
     if job.with_baselines and job.baselines:
         out.extend(
@@ -387,11 +480,35 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
     return out
 
 
-def _parse_label(t: Table) -> dict[str, str]:
+def _parse_mdl(t: Table) -> dict[str, Any]:
+    """The MDL keys: ``mdl`` (false), ``mdl_probe`` ("linear" | "mlp"), ``mdl_seeds`` (1: how many of the
+    experiment's seeds get their own codelength), ``mdl_hidden_layers`` (1 | 2) and ``mdl_width`` (256) for
+    the MLP. Without ``mdl = true`` nothing is added to the options (so existing jobs keep their cache keys)."""
+    on = t.boolean("mdl", False)
+    probe = t.string("mdl_probe", "linear", choices=MDL_PROBES)
+    seeds = t.integer("mdl_seeds", 1, minimum=1)
+    hidden = t.integer("mdl_hidden_layers", 1, minimum=1, maximum=2)
+    width = t.integer("mdl_width", 256, minimum=1)
+    if not on:
+        for key in ("mdl_probe", "mdl_seeds", "mdl_hidden_layers", "mdl_width"):
+            if key in t.data:
+                raise t.fail(key, "mdl = true beside it (the key has no effect without it)", t.data[key])
+        return {}
+    if probe != "mlp":
+        for key in ("mdl_hidden_layers", "mdl_width"):
+            if key in t.data:
+                raise t.fail(key, 'mdl_probe = "mlp" beside it (the linear probe has no hidden layers)', t.data[key])
+    mdl: dict[str, Any] = {"probe": probe, "seeds": seeds}
+    if probe == "mlp":
+        mdl.update(hidden_layers=hidden, width=width)
+    return {"mdl": mdl}
+
+
+def _parse_label(t: Table) -> dict[str, Any]:
     label = t.string("label")
     if label not in LABEL_COLUMNS:
         raise t.fail("label", f"a token-table column to predict, one of {', '.join(LABEL_COLUMNS)}", label)
-    return {"label": label}
+    return {"label": label, **_parse_mdl(t)}
 
 
 TAGGING = TaskKind(
@@ -404,6 +521,7 @@ TAGGING = TaskKind(
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),
+    parse=_parse_mdl,
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
     summary="a linear probe per layer predicts the WordNet supersense of each sense-annotated token",
