@@ -199,7 +199,8 @@ _SIDE_TEXT = {
 
 
 def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) -> Path:
-    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"`` or ``"similarity"``) as ``<name>.csv`` in ``out_dir``."""
+    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"`` or ``"similarity"``) as ``<name>.csv`` in
+    ``out_dir`` (atomically)."""
     columns = _SIDE_TABLES[name]
     missing = [c for c in columns if c not in df.columns]
     if missing:

@@ -377,12 +377,14 @@ def mdl_rows(
     settings: ProbeSettings,
     options: Mapping[str, Any],
 ) -> TaskOutput:
-    """Online-codelength rows (and a note per seed) of one layer on the training split (Voita & Titov 2020), one set per seed in
-    the first ``options["seeds"]`` of ``settings.seeds``: ``codelength_kbits``, ``uniform_kbits``,
-    ``compression`` (:func:`probing.probes.mdl.online_codelength`) and ``control-codelength_kbits``
+    """Online-codelength rows of one layer on the training items (Voita & Titov 2020), and a note per seed.
+
+    One set of rows per seed in the first ``options["seeds"]`` of ``settings.seeds``: ``codelength_kbits``,
+    ``uniform_kbits``, ``compression`` (:func:`probing.probes.mdl.online_codelength`) and ``control-codelength_kbits``
     (:func:`~probing.probes.mdl.control_codelength` on the control task of the same seed). The seed draws the
     sentence order (and the control labels); the dev items stop each block's training early: the linear
-    probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss.
+    probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss
+    (without a dev split, the task's held-out tenth of the training sentences is the dev set and is not coded).
     X_tr, X_dv: (n_train, d), (n_dev, d) activations of the items ``tr``, ``dv``."""
     probe = options.get("probe", "linear")
     kwargs: dict[str, Any] = {
