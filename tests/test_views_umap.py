@@ -279,7 +279,8 @@ def test_color_by_a_column_and_a_warning_when_nothing_is_labelled():
     """color_by= (issue #15) groups the same sample by another column; a lemma without any sense warns instead
     of drawing an all-grey map silently."""
     store = make_store()
-    by_pos = umap_layers_coords(store, ["play"], [2], max_points=80, method="pca", color_by="upos")
+    # all_forms: every form of the lemma (the default keeps one form and POS, which would be NOUN only)
+    by_pos = umap_layers_coords(store, ["play"], [2], max_points=80, method="pca", color_by="upos", all_forms=True)
     occ = by_pos[by_pos["kind"] == "occurrence"]
     # 40 + 25 NOUN, 10 + 5 VERB occurrences of "play": all 80 shown, grouped by their tag
     assert occ["group"].value_counts().to_dict() == {"NOUN": 65, "VERB": 15}
@@ -287,7 +288,7 @@ def test_color_by_a_column_and_a_warning_when_nothing_is_labelled():
     unlabelled = make_store()
     unlabelled.tokens["sense"] = ""
     with pytest.warns(UserWarning, match="none of its 80 occurrences has a sense.*color_by='upos'"):
-        umap_layers_coords(unlabelled, ["play"], [2], method="pca")
+        umap_layers_coords(unlabelled, ["play"], [2], method="pca", all_forms=True)
     with pytest.raises(ValueError, match="color_by='colour' is not a token-table column"):
         umap_layers_coords(store, ["play"], [2], method="pca", color_by="colour")
     pos = umap_pos_coords(store, [1], max_points=1000, method="pca", color_by="word")
@@ -300,9 +301,10 @@ def test_maps_draw_one_panel_on_a_given_ax():
     store = make_store()
     fig = Figure()
     a, b = fig.subplots(1, 2)
-    assert umap_layers(store, ["play"], [2], method="pca", ax=a) is fig
+    assert umap_layers(store, ["play"], [2], method="pca", all_forms=True, ax=a) is fig
     assert umap_pos(store, [1], method="pca", ax=b) is fig
     assert len(fig.axes) == 2 and "'play', layer 2" in a.get_title() and a.get_legend() is not None
-    assert len(a.collections) == 5  # three senses, the unannotated group ("other"), the type-average star
+    # all forms are coloured by form: "play" and "plays", then the type-average star
+    assert len(a.collections) == 3
     with pytest.raises(ValueError, match="ax= draws one map"):
         umap_layers(store, ["play", "bank"], [2], ax=a)

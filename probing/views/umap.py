@@ -172,7 +172,8 @@ def umap_layers_coords(
     ``group`` is one of the ``n_senses`` most frequent first sense keys, else ``"other"``, and
     ``label`` is its legend text (short gloss when ``gloss`` is given, else the key); ``selection``
     describes the occurrences (e.g. ``'play' (NOUN "play")``). ``color_by`` groups by another token-table
-    column instead of the first sense key (``"upos"``, ``"word"``, ...; ``all_forms`` colours by form); a
+    column instead of the first sense key (``"upos"``, ``"word"``, ...; with ``all_forms`` and the default
+    ``color_by`` the groups are the word forms); a
     lemma none of whose occurrences has a value (a corpus without senses) warns: its map would be all grey.
     """
     if not 1 <= n_senses <= len(OKABE_ITO):
@@ -195,7 +196,8 @@ def umap_layers_coords(
                 UserWarning,
                 stacklevel=2,
             )
-        colour_by = tokens["word"].astype(str).str.lower().to_numpy()[all_rows] if all_forms else keys
+        by_form = all_forms and color_by == "sense"  # every form shown: colour by form unless asked otherwise
+        colour_by = tokens["word"].astype(str).str.lower().to_numpy()[all_rows] if by_form else keys
         ranked = pd.Series(colour_by[colour_by != ""]).value_counts()
         ranked = ranked.iloc[np.lexsort((ranked.index.to_numpy(dtype=str), -ranked.to_numpy()))]
         top = list(ranked.index[:n_senses])
@@ -203,7 +205,7 @@ def umap_layers_coords(
         rows = all_rows[stratified_sample(keys, max_points, seed)]
         sample_groups = groups[np.searchsorted(all_rows, rows)]
         counts = pd.Series(groups).value_counts()
-        if all_forms:
+        if by_form:
             labels = {g: f'"{g}" ({int(counts.get(g, 0))})' for g in top} | {
                 OTHER: f"other forms ({counts.get(OTHER, 0)})"
             }
