@@ -89,6 +89,8 @@ def test_compression_bars():
     fig = compression_by_layer(_results())
     ax = fig.axes[0]
     assert [p.get_height() for p in ax.patches] == pytest.approx([31.0, 54.0])
-    assert any(np.allclose(np.asarray(line.get_ydata(), dtype=float), 1.0) for line in ax.lines)  # the no-compression line
+    assert any(
+        np.allclose(np.asarray(line.get_ydata(), dtype=float), 1.0) for line in ax.lines
+    )  # the no-compression line
     with pytest.raises(ValueError, match="no rows with metric 'compression'"):
         compression_by_layer(_results()[lambda f: f.metric != "compression"])
