@@ -17,6 +17,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .errors import ProbingError
 
@@ -171,12 +172,11 @@ def _store_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-@command("extract")
-def _extract(args: argparse.Namespace) -> int:
-    from ._io import human_size
-    from .experiment.extract import extract_activations
+def _store(args: argparse.Namespace, **options: Any) -> Any:
+    """The store named by the common store options (--model, --corpus, --split, --path, --cache, ...)."""
+    from .experiment import extract_activations
 
-    store = extract_activations(
+    return extract_activations(
         args.model,
         args.corpus,
         args.split,
@@ -185,6 +185,16 @@ def _extract(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
         seed=args.seed,
         progress=not args.quiet,
+        **options,
+    )
+
+
+@command("extract")
+def _extract(args: argparse.Namespace) -> int:
+    from ._io import human_size
+
+    store = _store(
+        args,
         verify=args.verify,
         device=args.device,
         ray=args.ray,
@@ -258,18 +268,8 @@ def _neighbors(args: argparse.Namespace) -> int:
         return 0
 
     from .encoders import get_encoder
-    from .experiment.extract import extract_activations
 
-    store = extract_activations(
-        args.model,
-        args.corpus,
-        args.split,
-        path=args.path,
-        cache_dir=args.cache,
-        max_sentences=args.max_sentences,
-        seed=args.seed,
-        progress=not args.quiet,
-    )
+    store = _store(args)
     layers = args.layer or store.layer_names
     unknown = [layer for layer in layers if layer not in store.layer_names]
     if unknown:
@@ -325,7 +325,6 @@ def _neighbors(args: argparse.Namespace) -> int:
 
 @command("explore")
 def _explore(args: argparse.Namespace) -> int:
-    from .experiment import extract_activations
     from .views.explorer import explore
     from .wordnet import inventory
 
@@ -333,16 +332,7 @@ def _explore(args: argparse.Namespace) -> int:
         raise UserError("explore needs --model and --corpus (the store whose occurrences are shown)")
     if not args.lemma and not args.word:
         raise UserError("give at least one --lemma (or --word)")
-    store = extract_activations(
-        args.model,
-        args.corpus,
-        args.split,
-        path=args.path,
-        cache_dir=args.cache,
-        max_sentences=args.max_sentences,
-        seed=args.seed,
-        progress=not args.quiet,
-    )
+    store = _store(args)
     layers = store.layer_names if args.layers is None else [x.strip() for x in args.layers.split(",") if x.strip()]
     unknown = [layer for layer in layers if layer not in store.layer_names]
     if unknown:
