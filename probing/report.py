@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 import probing
 from probing import figures as fg
+from probing import figures_beyond as fb
 from probing import figures_claims as claims
 from probing._io import atomic_open
 from probing.errors import InputError
@@ -30,6 +31,7 @@ from probing.figures import aggregate, default_metric, split_layer
 from probing.layers import is_half
 from probing.results import (
     CONCAT_LAYER,
+    METRICS,
     MIX_LAYER,
     layer_sort_key,
     metric,
@@ -92,6 +94,28 @@ FIGURE_NOTES = {
         "from the probe's bias; ELMo builds every token from its characters, so it has a vector for every "
         "word, and its loss on unseen words shows how far spelling and context make up for never having seen "
         "the word."
+    ),
+    "codelength": (
+        "Minimum description length probing (Voita & Titov, 2020): the online codelength, in kbits, of the "
+        "training labels given each layer. The training sentences are sent in growing blocks (0.1% ... 100%), "
+        "each coded with a probe trained only on the blocks before it, so a layer from which the labels are "
+        "easy to learn from few examples gets a short code; lower is better. Blue: the linguistic task; "
+        "orange: the control task (a random but fixed label per word type). A large gap between the two "
+        "means the layer encodes the task, not just word identity. Bars are the mean over seeds, with the "
+        "min-max range when several seeds were run."
+    ),
+    "compression": (
+        "Compression = uniform codelength (N log2 K bits: every label sent with no model) divided by the "
+        "online codelength. 1 (dashed line) means the probe learnt nothing usable; higher is better. Unlike "
+        "accuracy, it rewards layers from which the labels can be learnt with little data, and its layer "
+        "ranking is stable across seeds."
+    ),
+    "similarity": (
+        "Layer similarity without any probe: linear centred kernel alignment (CKA, Kornblith et al. 2019) "
+        "between every pair of layers, on the same tokens (n_tokens in the title, drawn with a seed). 1 means "
+        "the two layers are the same up to rotation and scale, 0 that they share no linear structure; the "
+        "diagonal is 1. White lines separate encoders: compare ELMo's layers with each other, with GloVe "
+        "(context-free word vectors) and with the untrained random ELMo."
     ),
     "overview": (
         "Part-of-speech accuracy (left) and word-sense disambiguation F1 (right) per layer, read like the "
@@ -176,7 +200,10 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
     if agg.empty:
         raise InputError("results: the table is empty; nothing to summarise")
     out = []
+    headlines = {m.name for m in METRICS.values() if m.headline_for}
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
+        if not set(g["metric"]) & headlines:
+            continue  # e.g. MDL codelength rows, which are measured on the training split
         headline = default_metric(g, task)
         rows = g[g["metric"] == headline]
         series: dict[str, list] = {}
@@ -465,7 +492,10 @@ def write_report(
 
 
 def draw_figures(
-    results: pd.DataFrame, mix: pd.DataFrame | None = None, per_tag: pd.DataFrame | None = None
+    results: pd.DataFrame,
+    mix: pd.DataFrame | None = None,
+    per_tag: pd.DataFrame | None = None,
+    similarity: pd.DataFrame | None = None,
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
@@ -473,16 +503,26 @@ def draw_figures(
     its Spearman correlation side by side) and, when control-task accuracy rows exist, ``selectivity_*``
     (the suffix is the task, plus dataset and split when the task was scored on several); then
     ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
-    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); then
-    ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
-    both layers; ``overview`` when there is a POS or WSD task.
+    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
+    rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
+    then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
+    both layers; ``overview`` when there is a POS or WSD task; ``similarity_<measure>`` (linear CKA when
+    present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
     """
     agg = aggregate(results)
-    keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
-    n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
+    all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
+    headlines = {m.name for m in METRICS.values() if m.headline_for}
 
-    def suffix(task: str, dataset: str, split: str) -> str:
-        return _slug(task if n_keys.get(task, 1) == 1 else f"{task}_{dataset}_{split}")
+    def metrics_of(task: str, dataset: str, split: str) -> set[str]:
+        return set(agg.loc[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split), "metric"])
+
+    keys = [k for k in all_keys if metrics_of(*k) & headlines]
+    mdl_keys = [k for k in all_keys if "codelength_kbits" in metrics_of(*k)]
+    n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
+    n_mdl = {task: sum(k[0] == task for k in mdl_keys) for task, _, _ in mdl_keys}
+
+    def suffix(task: str, dataset: str, split: str, counts: Mapping[str, int] = n_keys) -> str:
+        return _slug(task if counts.get(task, 1) == 1 else f"{task}_{dataset}_{split}")
 
     out: dict[str, Figure] = {}
     for task, dataset, split in keys:
@@ -505,6 +545,12 @@ def draw_figures(
                 out[f"oov_{vocabulary}_{name}"] = claims.oov_split(
                     results, task, vocabulary, dataset=dataset, split=split
                 )
+    for task, dataset, split in mdl_keys:
+        rows = results[(results["task"] == task) & (results["dataset"] == dataset) & (results["split"] == split)]
+        name = suffix(task, dataset, split, n_mdl)
+        out[f"codelength_{name}"] = fb.codelength_by_layer(rows)
+        if "compression" in set(rows["metric"]):
+            out[f"compression_{name}"] = fb.compression_by_layer(rows)
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
     if per_tag is not None and len(per_tag):
@@ -523,6 +569,10 @@ def draw_figures(
         for task, dataset, _ in keys:
             first.setdefault(task, dataset)
         out["overview"] = fg.overview(results, datasets=first)
+    if similarity is not None and len(similarity):
+        measures = list(dict.fromkeys(similarity["measure"].astype(str)))
+        measure = "linear_cka" if "linear_cka" in measures else measures[0]
+        out[f"similarity_{_slug(measure)}"] = fb.similarity_heatmap(similarity, measure)
     return out
 
 
@@ -537,7 +587,8 @@ def build_report(
     """Redraw the figures and write the HTML report of a finished run, without re-running any probe.
 
     ``results_dir`` is a folder written by :func:`probing.experiment.run_experiment`: ``results.csv`` and
-    ``results.json`` (required), ``mix_weights.csv`` and ``per_tag.csv`` (used when present). Figures
+    ``results.json`` (required), ``mix_weights.csv``, ``per_tag.csv`` and ``similarity.csv`` (used when
+    present). Figures
     (:func:`draw_figures`) are saved in ``formats`` into ``figures_dir`` (default: ``figures/`` beside the
     report); the report embeds the PNG (else the SVG) files. ``out``: the HTML file (default
     ``results_dir/report.html``). Returns the report's path.
@@ -549,12 +600,13 @@ def build_report(
     provenance = read_provenance(results_dir)
     mix = read_side_table(results_dir, "mix_weights")
     per_tag = read_side_table(results_dir, "per_tag")
+    similarity = read_side_table(results_dir, "similarity")
     out = Path(out) if out is not None else results_dir / "report.html"
     figures_dir = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     embed = "png" if "png" in formats else "svg"
     if embed not in formats:
         raise InputError(f"formats must include png or svg (the report embeds one of them), got {formats}")
     files = {}
-    for name, fig in draw_figures(results, mix, per_tag).items():
+    for name, fig in draw_figures(results, mix, per_tag, similarity).items():
         files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
     return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)

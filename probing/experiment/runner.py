@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from probing.results import (
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
     RESULT_COLUMNS,
+    SIMILARITY_COLUMNS,
+    SIMILARITY_NAME,
     headline_metric,
     headline_metrics,
     metric,
@@ -44,7 +46,8 @@ from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
 @dataclass
 class Results:
     """What :func:`run_experiment` produced: the tidy results table, the scalar-mix weights, per-tag
-    accuracies, provenance, and the stores it read (see :meth:`store`)."""
+    accuracies, provenance, the stores it read (see :meth:`store`) and the layer-similarity table of the
+    ``[similarity]`` table (columns ``SIMILARITY_COLUMNS``; empty when the experiment has none)."""
 
     results: pd.DataFrame
     mix_weights: pd.DataFrame
@@ -52,6 +55,7 @@ class Results:
     provenance: dict
     stores: dict[tuple[str, str, str], Store]
     out_dir: Path
+    similarity: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SIMILARITY_COLUMNS))
 
     def store(self, encoder: str, dataset: str, split: str) -> Store:
         """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
@@ -243,7 +247,9 @@ def run_experiment(
     ray: str | None = None,
 ) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
-    ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``.
+    ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``, and with a
+    ``[similarity]`` table ``similarity.csv`` (every layer pair of its encoders on its dataset's tokens,
+    computed after the tasks from the same cached stores).
 
     Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
     (stores, task, settings, WordNet inventory, probe code): an interrupted run resumes from its finished
@@ -380,6 +386,19 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
         total.extend(out)
     bar.close()
 
+    similarity = pd.DataFrame(columns=SIMILARITY_COLUMNS)
+    sim = exp.similarity
+    if sim is not None:
+        from probing.similarity import layer_similarity
+
+        stores = {enc: run.part(enc, sim.dataset).store for enc in sim.encoders}
+        run.log(f"layer similarity on {sim.dataset}: {', '.join(sim.measures)}")
+        t0 = time.time()
+        similarity = layer_similarity(
+            stores, measures=sim.measures, max_tokens=sim.max_tokens, seed=sim.seed, progress=progress
+        )
+        run.timings[f"similarity {sim.dataset}"] = round(time.time() - t0, 3)
+
     for msg in probe_warnings(total.probes, exp.probe.Cs):
         run.warn(msg)
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
@@ -415,6 +434,10 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
     write_results(results, out_dir, prov)
     write_side_table(mix, out_dir, "mix_weights")
     write_side_table(per_tag, out_dir, "per_tag")
+    if sim is not None:
+        write_side_table(similarity, out_dir, "similarity")
+    else:
+        (out_dir / SIMILARITY_NAME).unlink(missing_ok=True)  # a stale map from an earlier run of this folder
     res = Results(
         results=results,
         mix_weights=mix,
@@ -422,6 +445,7 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
         provenance=prov,
         stores={(enc, ref.dataset, ref.split): run.stores[(enc, ref)] for (enc, ref) in run.parts},
         out_dir=out_dir,
+        similarity=similarity,
     )
     if progress:
         hits = sum(s["cache_hit"] for s in run.store_info.values())

@@ -47,6 +47,14 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     dev = "demo-ud:dev"          # optional: without it every 10th training sentence is held out
     test = ["demo-ud:test"]
     skip_missing = false         # true: test sets that are not found are skipped (and listed in provenance)
+    mdl = false                  # tagging/supersense: true adds online-codelength rows (MDL probing)
+
+    [similarity]                 # optional: layer-similarity map, written as similarity.csv
+    dataset = "demo-ud:dev"      # the tokens every encoder's layers are compared on
+    encoders = ["elmo", "glove"] # default: all encoders
+    measures = ["linear_cka", "debiased_cka", "svcca", "pwcca"]   # also rbf_cka, cca
+    max_tokens = 20000           # tokens drawn with seed (all when fewer)
+    seed = 0                     # default: the first of [experiment] seeds
 
 A task kind adds its own keys (see :data:`probing.tasks.TASK_KINDS`).
 
@@ -77,6 +85,7 @@ except ModuleNotFoundError:  # Python 3.10
 ENCODER_KINDS = ("elmo", "random-elmo", "glove")
 WORDNET_KINDS = ("auto", "nltk", "bundled")
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
+SIMILARITY_DEFAULT_MEASURES = ("linear_cka", "debiased_cka", "svcca", "pwcca")
 MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
 
 
@@ -167,6 +176,27 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
+class SimilaritySpec:
+    """The ``[similarity]`` table: every measure between every pair of layers of ``encoders`` on the tokens
+    of ``dataset`` (:func:`probing.similarity.layer_similarity`)."""
+
+    dataset: DataRef
+    encoders: tuple[str, ...]
+    measures: tuple[str, ...] = SIMILARITY_DEFAULT_MEASURES
+    max_tokens: int = 20_000
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": _ref_dict(self.dataset),
+            "encoders": list(self.encoders),
+            "measures": list(self.measures),
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A parsed, validated experiment file (build one with :func:`load_experiment`)."""
 
@@ -181,6 +211,7 @@ class Experiment:
     text: str = ""
     backend: str = "local"
     ray_address: str = "local"
+    similarity: SimilaritySpec | None = None
 
     def quick(self) -> Experiment:
         """This experiment with its ``[quick]`` overrides (fewer sentences and bootstrap replicates, ...)."""
@@ -214,6 +245,7 @@ class Experiment:
                 {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
             ],
             "tasks": [t.to_dict() for t in self.tasks],
+            **({} if self.similarity is None else {"similarity": self.similarity.to_dict()}),
         }
 
 
@@ -350,6 +382,27 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
     return spec
 
 
+def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec:
+    from probing.similarity import MEASURES
+
+    dataset = _data_ref(t, "dataset", t.get("dataset", "'dataset:split'", lambda v: True))
+    encoders = t.string_list("encoders", tuple(encoder_names), choices=tuple(encoder_names))
+    if len(set(encoders)) != len(encoders):
+        raise t.fail("encoders", "distinct encoder names", list(encoders))
+    measures = t.string_list("measures", SIMILARITY_DEFAULT_MEASURES, choices=MEASURES)
+    if len(set(measures)) != len(measures):
+        raise t.fail("measures", "distinct measures", list(measures))
+    spec = SimilaritySpec(
+        dataset=dataset,
+        encoders=tuple(encoders),
+        measures=tuple(measures),
+        max_tokens=t.integer("max_tokens", 20_000, minimum=4),
+        seed=t.integer("seed", seed),
+    )
+    t.done()
+    return spec
+
+
 def task_kind_of(t: Table) -> TaskKind:
     """The registered task kind a ``[[tasks]]`` table names (read at parse time, so kinds registered after
     import count)."""
@@ -418,6 +471,9 @@ def parse_experiment(
     if len(set(evaluated)) != len(evaluated):
         twice = next(k for k in evaluated if evaluated.count(k) > 1)
         raise ExperimentError(f"{source}: tasks: task {twice[0]!r} is evaluated on {twice[1]} twice")
+    similarity = None
+    if "similarity" in data:
+        similarity = _similarity(top.table("similarity"), names, seeds[0])
     top.done()
     return Experiment(
         name=name,
@@ -431,6 +487,7 @@ def parse_experiment(
         text=text,
         backend=backend,
         ray_address=ray_address,
+        similarity=similarity,
     )
 
 

@@ -8,6 +8,7 @@ is a fraction shown in percent, which direction is better) and names its headlin
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from probing.errors import InputError
+from probing.similarity import SIMILARITY_COLUMNS as SIMILARITY_COLUMNS  # re-exported: one definition
 
 RESULT_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed"]
 STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
@@ -27,6 +29,7 @@ CSV_NAME = "results.csv"
 JSON_NAME = "results.json"
 MIX_NAME = "mix_weights.csv"
 PER_TAG_NAME = "per_tag.csv"
+SIMILARITY_NAME = "similarity.csv"
 
 BASELINE_ENCODER = "baseline"
 MIX_LAYER = "mix"
@@ -112,6 +115,22 @@ for _m in (
         "accuracy on words outside the model's training vocabulary (%)",
         True,
         (0.0, 1.0),
+        kinds=_TAGGING,
+    ),
+    # MDL probing (Voita & Titov 2020), on the training split: online and uniform codelength in kbits (1000 bits),
+    # compression = uniform / online (1 = nothing learnt)
+    Metric(
+        "codelength_kbits", "online codelength (kbits)", bounds=(0.0, math.inf), higher_is_better=False, kinds=_TAGGING
+    ),
+    Metric(
+        "uniform_kbits", "uniform codelength (kbits)", bounds=(0.0, math.inf), higher_is_better=False, kinds=_TAGGING
+    ),
+    Metric("compression", "compression (uniform / online)", bounds=(0.0, math.inf), kinds=_TAGGING),
+    Metric(
+        "control-codelength_kbits",
+        "control-task online codelength (kbits)",
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
         kinds=_TAGGING,
     ),
 ):

@@ -31,6 +31,7 @@ from probing.results.schema import (
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
     RESULT_COLUMNS,
+    SIMILARITY_COLUMNS,
     STRING_COLUMNS,
     metric,
 )
@@ -189,15 +190,17 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
     return validate_results(df, source=str(path))
 
 
-_SIDE_TABLES = {"mix_weights": MIX_COLUMNS, "per_tag": PER_TAG_COLUMNS}
+_SIDE_TABLES = {"mix_weights": MIX_COLUMNS, "per_tag": PER_TAG_COLUMNS, "similarity": SIMILARITY_COLUMNS}
 _SIDE_TEXT = {
     "mix_weights": ("task", "dataset", "encoder", "layer"),
     "per_tag": ("task", "dataset", "split", "encoder", "layer", "tag"),
+    "similarity": ("encoder_a", "layer_a", "encoder_b", "layer_b", "measure"),
 }
 
 
 def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) -> Path:
-    """Write side table ``name`` (``"mix_weights"`` or ``"per_tag"``) as ``<name>.csv`` in ``out_dir``."""
+    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"`` or ``"similarity"``) as ``<name>.csv`` in
+    ``out_dir`` (atomically)."""
     columns = _SIDE_TABLES[name]
     missing = [c for c in columns if c not in df.columns]
     if missing:

@@ -31,9 +31,10 @@ from probing.layers import direction_names
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
+from probing.probes.mdl import FRACTIONS, control_codelength, online_codelength
 from probing.probes.mix import ScalarMixProbe, select_mix_l2
 from probing.protocols import StoreLike
-from probing.results import BASELINE_ENCODER
+from probing.results import BASELINE_ENCODER, make_row
 from probing.store.format import TOKEN_COLUMNS
 from probing.tasks.common import (
     Job,
@@ -302,6 +303,7 @@ def tagging_probes(
     progress=None,
     directions: bool = False,
     vocabularies: Mapping[str, VocabFn] | None = None,
+    mdl: Mapping[str, Any] | None = None,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
@@ -309,7 +311,8 @@ def tagging_probes(
     each test part. ``progress`` (optional) is called with a short description before each probe.
     ``directions``: also probe each biLSTM layer's forward and backward half (rows with layers ``"1f"``,
     ``"1b"``, ...; no control task, margin, mix or concat for them). ``vocabularies`` (name -> in-vocabulary
-    test): add :func:`split_rows` for every probe.
+    test): add :func:`split_rows` for every probe. ``mdl``
+    (the MDL options of :func:`mdl_rows`, or None) adds online-codelength rows for every single layer.
     """
     tests = list(tests)
     if not tests:
@@ -388,6 +391,10 @@ def tagging_probes(
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": name, "seed": seed, **info})
             _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits)
+    if mdl is not None:
+        for name in layer_names:
+            tell(f"{task} {encoder} layer {name}: online codelength")
+            out.extend(mdl_rows(task, encoder, name, train, tr, dv, data[name][0], data[name][1], settings, mdl))
 
     if len(layer_names) > 1 and settings.mix:
         tell(f"{task} {encoder} scalar mix")
@@ -467,6 +474,85 @@ def _control(
             )
 
 
+MDL_PROBES = ("linear", "mlp")
+
+
+def mdl_fractions(n_sentences: int) -> tuple[float, ...]:
+    """Voita & Titov's block fractions (:data:`probing.probes.mdl.FRACTIONS`) less the leading ones whose
+    block would hold no sentence (``int(f * n_sentences) < 1``: fewer than 1000 training sentences), so
+    the first block is the first non-empty one."""
+    kept = tuple(f for f in FRACTIONS if int(f * n_sentences) >= 1)
+    if len(kept) < 2:
+        raise TaskError(f"online codelength needs at least 2 blocks; {n_sentences} training sentences give {kept}")
+    return kept
+
+
+def mdl_rows(
+    task: str,
+    encoder: str,
+    layer: str,
+    train: Part,
+    tr: Items,
+    dv: Items,
+    X_tr,
+    X_dv,
+    settings: ProbeSettings,
+    options: Mapping[str, Any],
+) -> TaskOutput:
+    """Online-codelength rows of one layer on the training items (Voita & Titov 2020), and a note per seed.
+
+    One set of rows per seed in the first ``options["seeds"]`` of ``settings.seeds``: ``codelength_kbits``,
+    ``uniform_kbits``, ``compression`` (:func:`probing.probes.mdl.online_codelength`) and ``control-codelength_kbits``
+    (:func:`~probing.probes.mdl.control_codelength` on the control task of the same seed). The seed draws the
+    sentence order (and the control labels); the dev items stop each block's training early: the linear
+    probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss
+    (without a dev split, the task's held-out tenth of the training sentences is the dev set and is not coded).
+    X_tr, X_dv: (n_train, d), (n_dev, d) activations of the items ``tr``, ``dv``."""
+    probe = options.get("probe", "linear")
+    kwargs: dict[str, Any] = {
+        "probe": probe,
+        "X_dev": X_dv,
+        "fractions": mdl_fractions(len(np.unique(tr.groups))),
+        "max_iter": settings.max_iter,
+    }
+    if probe == "linear":
+        kwargs["Cs"] = settings.Cs
+    else:
+        kwargs.update(hidden_layers=options.get("hidden_layers", 1), width=options.get("width", 256))
+    out = TaskOutput()
+    for seed in settings.seeds[: options.get("seeds", 1)]:
+        code, ok = quiet_fit(online_codelength, X_tr, tr.y, tr.groups, y_dev=dv.y, seed=seed, **kwargs)
+        control, control_ok = quiet_fit(
+            control_codelength,
+            X_tr,
+            tr.y,
+            tr.words.tolist(),
+            tr.groups,
+            control_seed=seed,
+            words_dev=dv.words.tolist(),
+            seed=seed,
+            **kwargs,
+        )
+        values = {**code.metrics(), "control-codelength_kbits": control.codelength_kbits}
+        out.rows += [
+            make_row(task, train.dataset, train.split, encoder, layer, name, value, seed=seed)
+            for name, value in values.items()
+        ]
+        out.probes.append(
+            {
+                "task": task,
+                "encoder": encoder,
+                "layer": layer,
+                "seed": seed,
+                "mdl": code.params,
+                "mdl_control": control.params,
+                "mdl_block_tokens": code.block_tokens.tolist(),
+                "converged": ok and control_ok,
+            }
+        )
+    return out
+
+
 def tagging_baselines(
     task: str,
     train: Part,
@@ -519,6 +605,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
         progress=job.progress,
         directions=bool(job.options.get("directions")),
         vocabularies=vocabularies,
+        mdl=job.options.get("mdl"),
     )
     if job.with_baselines and job.baselines:
         out.extend(
@@ -542,11 +629,40 @@ def _parse_claims(t: Table) -> dict[str, Any]:
     return {key: True for key in ("directions", "oov_split") if t.boolean(key, False)}
 
 
+def _parse_mdl(t: Table) -> dict[str, Any]:
+    """The MDL keys: ``mdl`` (false), ``mdl_probe`` ("linear" | "mlp"), ``mdl_seeds`` (1: how many of the
+    experiment's seeds get their own codelength), ``mdl_hidden_layers`` (1 | 2) and ``mdl_width`` (256) for
+    the MLP. Without ``mdl = true`` nothing is added to the options (so existing jobs keep their cache keys)."""
+    on = t.boolean("mdl", False)
+    probe = t.string("mdl_probe", "linear", choices=MDL_PROBES)
+    seeds = t.integer("mdl_seeds", 1, minimum=1)
+    hidden = t.integer("mdl_hidden_layers", 1, minimum=1, maximum=2)
+    width = t.integer("mdl_width", 256, minimum=1)
+    if not on:
+        for key in ("mdl_probe", "mdl_seeds", "mdl_hidden_layers", "mdl_width"):
+            if key in t.data:
+                raise t.fail(key, "mdl = true beside it (the key has no effect without it)", t.data[key])
+        return {}
+    if probe != "mlp":
+        for key in ("mdl_hidden_layers", "mdl_width"):
+            if key in t.data:
+                raise t.fail(key, 'mdl_probe = "mlp" beside it (the linear probe has no hidden layers)', t.data[key])
+    mdl: dict[str, Any] = {"probe": probe, "seeds": seeds}
+    if probe == "mlp":
+        mdl.update(hidden_layers=hidden, width=width)
+    return {"mdl": mdl}
+
+
+def _parse_options(t: Table) -> dict[str, Any]:
+    """The options every tagging-like kind shares: the seed-claim switches and the MDL keys."""
+    return {**_parse_claims(t), **_parse_mdl(t)}
+
+
 def _parse_label(t: Table) -> dict[str, Any]:
     label = t.string("label")
     if not is_label(label):
         raise t.fail("label", f"a label to predict: {LABEL_FORMS}", label)
-    return {"label": label, **_parse_claims(t)}
+    return {"label": label, **_parse_options(t)}
 
 
 TAGGING = TaskKind(
@@ -560,7 +676,7 @@ TAGGING = TaskKind(
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),
-    parse=_parse_claims,
+    parse=_parse_options,
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
     summary="a linear probe per layer predicts the WordNet supersense of each sense-annotated token",
