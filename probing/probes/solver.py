@@ -3,9 +3,10 @@ full-batch L-BFGS, and the warm-started path over inverse L2 strengths C."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,22 @@ def _nll(logits: torch.Tensor, target: torch.Tensor, binary: bool) -> torch.Tens
     return F.cross_entropy(logits, target)
 
 
+_SUM_BLOCK = 8192  # elements per partial sum: below torch's parallel grain (32768), so one thread adds each
+
+
+def _ordered_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum over the first axis of ``t`` (n, ...) -> (...), in fixed blocks of rows added in order.
+
+    torch splits a long reduction across its threads, so its rounding depends on the thread count; the
+    loss and gradient the L-BFGS line search compares then differ in the last bits and the fitted probe
+    by more. Fixed blocks give the same bits for any thread count.
+    """
+    rows = max(1, _SUM_BLOCK // max(1, t[0].numel())) if len(t) else 1
+    if len(t) <= rows:
+        return t.sum(0)
+    return torch.stack([t[i : i + rows].sum(0) for i in range(0, len(t), rows)]).cumsum(0)[-1]
+
+
 def _xent_and_grad(z: torch.Tensor, target: torch.Tensor, binary: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``_nll`` of float64 logits ``z`` (n, k) and its gradient with respect to ``z``, in one pass.
 
@@ -75,13 +92,13 @@ def _xent_and_grad(z: torch.Tensor, target: torch.Tensor, binary: bool) -> tuple
     n = z.shape[0]
     if binary:
         z0 = z[:, 0]
-        loss = (F.softplus(z0) - target * z0).sum() / n
+        loss = _ordered_sum(F.softplus(z0) - target * z0) / n
         return loss, ((torch.sigmoid(z0) - target) / n).unsqueeze(1)
     m = z.max(dim=1, keepdim=True).values
     p = torch.exp(z - m)
     total = p.sum(dim=1, keepdim=True)
     lse = total.log() + m
-    loss = (lse.sum() - z.gather(1, target.unsqueeze(1)).sum()) / n
+    loss = _ordered_sum(lse[:, 0] - z.gather(1, target.unsqueeze(1))[:, 0]) / n
     p.div_(total)
     p.scatter_add_(1, target.unsqueeze(1), torch.full((n, 1), -1.0, dtype=p.dtype, device=p.device))
     return loss, p.div_(n)
@@ -95,7 +112,8 @@ def _linear_objective(
 
     def objective():
         loss, dz = _xent_and_grad((x @ theta.float().T).double() + b, target, binary)
-        return loss + 0.5 * (penalty * theta**2).sum(), [(dz.float().T @ x).double() + penalty * theta, dz.sum(0)]
+        penalty_term = 0.5 * _ordered_sum((penalty * theta**2).reshape(-1))
+        return loss + penalty_term, [(dz.float().T @ x).double() + penalty * theta, _ordered_sum(dz)]
 
     return objective
 
@@ -129,8 +147,8 @@ def _mix_objective(
         g_a = torch.einsum("kld,kd->l", G, theta)
         g_s = a * (g_a - (a * g_a).sum()) + mix_l2 * s
         g_theta = torch.einsum("kld,l->kd", G, a) + penalty * theta
-        loss = loss + 0.5 * (penalty * theta**2).sum() + 0.5 * mix_l2 * (s**2).sum()
-        return loss, [g_s, g_theta, dz.sum(0)]
+        loss = loss + 0.5 * _ordered_sum((penalty * theta**2).reshape(-1)) + 0.5 * mix_l2 * (s**2).sum()
+        return loss, [g_s, g_theta, _ordered_sum(dz)]
 
     return objective
 
@@ -157,6 +175,22 @@ def _softmax_proba(scores: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- optimisation
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch threads. L-BFGS's own vector arithmetic (dot products of length
+    k d) runs on one: a BLAS dot splits long vectors across threads, so its rounding, and with it the
+    fitted probe, would depend on the thread count. The objective's matrix products keep every thread."""
+    old = torch.get_num_threads()
+    if n == old:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def _run_lbfgs(objective, params: list[torch.Tensor], max_iter: int, tol: float) -> tuple[int, float]:
     """Minimise over ``params`` with L-BFGS; ``objective()`` returns (loss, one gradient per param).
 
@@ -175,14 +209,17 @@ def _run_lbfgs(objective, params: list[torch.Tensor], max_iter: int, tol: float)
         line_search_fn="strong_wolfe",
     )
 
+    threads = torch.get_num_threads()
+
     def closure():
-        with torch.no_grad():
+        with torch.no_grad(), _torch_threads(threads):
             loss, grads = objective()
         for p, g in zip(params, grads):
             p.grad = g
         return loss
 
-    opt.step(closure)
+    with _torch_threads(1):
+        opt.step(closure)
     n_iter = int(opt.state[params[0]].get("n_iter", 0))
     closure()
     gmax = max(float(p.grad.abs().max()) for p in params if p.grad is not None and p.numel())
