@@ -565,6 +565,9 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
     if "seed" not in df.columns:
         df["seed"] = 0
     df["seed"] = df["seed"].astype(str)
+    if "refit" not in df.columns:
+        df["refit"] = 0
+    df["refit"] = pd.to_numeric(df["refit"], errors="raise").astype(int)
     if df.empty:
         raise InputError("scalar-mix weights: the table is empty")
     if (df["weight"] < 0).any() or df["weight"].isna().any():
@@ -573,16 +576,26 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
             f"scalar-mix weights: weight {r['weight']} (task {r['task']!r}, layer {r['layer']!r}) "
             "must be a non-negative softmax-normalised weight"
         )
-    if df.duplicated(subset=["task", "encoder", "layer", "seed"]).any():
-        r = df[df.duplicated(subset=["task", "encoder", "layer", "seed"])].iloc[0]
+    missing = set(df.groupby(["task", "encoder"]).groups) - set(
+        df[df["refit"] == 0].groupby(["task", "encoder"]).groups
+    )
+    if missing:
+        task, enc = sorted(missing)[0]
+        raise InputError(
+            f"scalar-mix weights of task {task!r}, encoder {enc!r} have only bootstrap refits (refit > 0); "
+            "expected the fit on all training data (refit 0) beside them"
+        )
+    key = ["task", "encoder", "layer", "seed", "refit"]
+    if df.duplicated(subset=key).any():
+        r = df[df.duplicated(subset=key)].iloc[0]
         raise InputError(
             f"scalar-mix weights: duplicate row for task {r['task']!r}, encoder {r['encoder']!r}, "
-            f"layer {r['layer']!r}, seed {r['seed']!r}"
+            f"layer {r['layer']!r}, seed {r['seed']!r}, refit {r['refit']}"
         )
-    sums = df.groupby(["task", "encoder", "seed"])["weight"].sum()
+    sums = df.groupby(["task", "encoder", "seed", "refit"])["weight"].sum()
     bad = sums[(sums - 1).abs() > 1e-3]
     if len(bad):
-        (task, enc, seed), s = bad.index[0], bad.iloc[0]
+        (task, enc, seed, _), s = bad.index[0], bad.iloc[0]
         raise InputError(
             f"scalar-mix weights of task {task!r}, encoder {enc!r}, seed {seed!r} sum to {s:.4f}, "
             "expected 1 (softmax-normalised s_j, not raw parameters)"
@@ -590,13 +603,20 @@ def _check_weights(weights: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+UNSTABLE_MIX_RANGE = 0.2  # a layer's weight moving more than this across seeds or refits is not a finding
+
+
 def mix_weights(weights: pd.DataFrame) -> Figure:
     """Scalar-mix weights s_j per task: grouped bars (one colour per layer), a dashed line at uniform 1/L.
 
-    Several seeds are averaged (error bars: min..max over seeds). One panel per encoder.
+    Bars: the fits on all training data (``refit`` 0), averaged over seeds; error bars: min..max over
+    seeds and bootstrap refits (``mix_refits``). A task whose weights move by more than
+    :data:`UNSTABLE_MIX_RANGE` across them is marked "unstable" above its bars. One panel per encoder.
     """
     df = _check_weights(weights)
-    grouped = df.groupby(["task", "encoder", "layer"], sort=False)["weight"].agg(["mean", "min", "max"]).reset_index()
+    spread = df.groupby(["task", "encoder", "layer"], sort=False)["weight"].agg(["min", "max"])
+    mean = df[df["refit"] == 0].groupby(["task", "encoder", "layer"], sort=False)["weight"].mean().rename("mean")
+    grouped = spread.join(mean, how="inner").reset_index()
     encoders = list(dict.fromkeys(grouped["encoder"]))
     with matplotlib.rc_context(_STYLE):
         tasks_all = list(dict.fromkeys(grouped["task"]))
@@ -637,7 +657,20 @@ def mix_weights(weights: pd.DataFrame) -> Figure:
                     zorder=1,
                 )
             ax.set_xticks(range(len(tasks)), tasks)
-            ax.set_ylim(0, min(1.08, max(1.0 / len(layers), grouped["max"].max()) * 1.18 + 0.02))
+            top = min(1.08, max(1.0 / len(layers), grouped["max"].max()) * 1.18 + 0.02)
+            ranges = (sub["max"] - sub["min"]).groupby(sub["task"], sort=False).max()
+            for t in tasks:
+                if ranges[t] > UNSTABLE_MIX_RANGE:
+                    ax.text(
+                        tasks.index(t),
+                        top * 0.97,
+                        f"unstable (range {ranges[t]:.2f})",
+                        ha="center",
+                        va="top",
+                        fontsize=7.5,
+                        color="#b2182b",
+                    )
+            ax.set_ylim(0, top)
             ax.set_ylabel("softmax weight $s_j$")
             ax.set_title(f"Scalar-mix weights per task ({_pretty(enc)})")
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)

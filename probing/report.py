@@ -62,7 +62,11 @@ FIGURE_NOTES = {
     "mix_weights": (
         "The softmax-normalised weight s_j that each task's scalar mix learned for each layer (they sum to "
         "1 per task). The dashed line is the uniform weight 1/L; bars above it mark the layers a task leans "
-        "on. Layers differ in scale, so weights show preference, not information content."
+        "on. Error bars: the range over seeds and over refits on bootstrap resamples of the training "
+        "sentences ([probe] mix_refits); a task whose weights move by more than 0.2 is marked unstable, and "
+        "its weights are no finding. The mix is non-convex and layers that carry the same information trade "
+        "weight freely, so even stable weights show preference, not information content: compare the "
+        "single-layer scores for that."
     ),
     "tag_gains": (
         "Per-tag accuracy change when the probe reads the first contextual layer instead of the "

@@ -313,7 +313,7 @@ def test_bundled_experiments_validate():
     assert all(
         (str(t.train), str(t.dev), t.options["rank"]) == ("ud-ewt:train", "ud-ewt:dev", None) for t in syntax.values()
     )
-    assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol) == ((0, 1, 2), 6, 1e-4)
+    assert (full.probe.seeds, len(full.probe.Cs), full.probe.tol, full.probe.mix_refits) == ((0, 1, 2), 7, 1e-4, 5)
 
 
 @pytest.mark.parametrize(
@@ -346,6 +346,7 @@ def test_bundled_experiments_validate():
         ),
         (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
         (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
+        (("max_iter = 30", "max_iter = 30\nmix_refits = -1"), r"\[probe\]\.mix_refits: expected an integer >= 0, got -1"),
     ],
 )
 def test_bad_experiment_files_name_the_key(tmp_path, change, message):

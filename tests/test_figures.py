@@ -283,6 +283,22 @@ def test_mix_weights_averages_seeds_and_validates():
         F.mix_weights(w.drop(columns="weight"))
 
 
+def test_mix_weights_bars_are_the_all_data_fit_with_the_refits_range_and_unstable_tasks_marked():
+    w = make_weights().assign(seed=0, refit=0)
+    refit1 = w.assign(refit=1, weight=[0.25, 0.45, 0.3, 0.5, 0.2, 0.3])  # wsd-1nn: layer 0 moves 0.1 -> 0.5
+    refit2 = w.assign(refit=2, weight=[0.15, 0.5, 0.35, 0.1, 0.3, 0.6])
+    ax = F.mix_weights(pd.concat([w, refit1, refit2])).axes[0]
+    layer0 = bars(ax, "layer 0")
+    np.testing.assert_allclose([p.get_height() for p in layer0], [0.2, 0.1])  # refit 0 only, not the mean
+    # error bars span min..max over the refits: upos layer 0 0.15..0.25, wsd-1nn layer 0 0.1..0.5
+    lines = layer0.errorbar.lines[2][0].get_segments()
+    np.testing.assert_allclose([(s[0][1], s[1][1]) for s in lines], [(0.15, 0.25), (0.1, 0.5)])
+    marks = [t.get_text() for t in ax.texts if t.get_text().startswith("unstable")]
+    assert marks == ["unstable (range 0.40)"]  # wsd-1nn only; upos moves at most 0.10 < 0.2
+    with pytest.raises(ValueError, match=r"only bootstrap refits \(refit > 0\)"):
+        F.mix_weights(pd.concat([refit1, refit2]))
+
+
 # ---------------------------------------------------------------- tag_gains
 
 

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
-from probing.probes.mix import ScalarMixProbe, select_mix_l2
+from probing.probes.mix import ScalarMixProbe, bootstrap_mix_weights, select_mix_l2
 from probing.probes.solver import _linear_objective, _mix_objective
 
 
@@ -273,6 +273,26 @@ def test_scalar_mix_finds_informative_layer(k):
     assert probe.gamma_ == pytest.approx(np.linalg.norm(probe.coef_))
     single = LinearProbe(C=1.0).fit(layers[k], y)
     assert probe.score(layers, y) >= single.score(layers[k], y) - 0.02
+
+
+def test_bootstrap_mix_weights_resample_sentences_reproducibly():
+    """Refits on bootstrap resamples of the sentences: one row of L softmax weights per refit, the same rows
+    for the same random_state and others for another; the informative layer keeps most weight in every
+    refit, as in the fit on all data."""
+    layers, y = _layered(signal_layer=1)
+    groups = np.arange(len(y)) // 10  # 150 "sentences" of 10 tokens
+    probe = select_mix_l2(layers, y, layers, y, Cs=[0.1, 1.0])
+    w = bootstrap_mix_weights(probe, layers, y, groups, 3, random_state=0)
+    assert w.shape == (3, 3)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert (w.argmax(axis=1) == 1).all() and (w[:, 1] > 0.5).all(), w
+    np.testing.assert_array_equal(w, bootstrap_mix_weights(probe, layers, y, groups, 3, random_state=0))
+    assert not np.array_equal(w, bootstrap_mix_weights(probe, layers, y, groups, 3, random_state=1))
+    assert len({tuple(r) for r in w}) == 3  # each refit saw another resample
+    with pytest.raises(ValueError, match="groups has 10 entries but y has 1500"):
+        bootstrap_mix_weights(probe, layers, y, groups[:10], 2)
+    with pytest.raises(ValueError, match="n_refits must be a positive integer, got 0"):
+        bootstrap_mix_weights(probe, layers, y, groups, 0)
 
 
 def test_scalar_mix_one_layer_is_linear_probe():

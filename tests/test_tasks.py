@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -127,6 +128,23 @@ def test_mix_weights_concentrate_on_the_informative_layer(pos_out):
     w = frame(pos_out.mix_weights).set_index("layer")["weight"]
     assert w.sum() == pytest.approx(1.0, abs=1e-9)  # softmax-normalised
     assert w.idxmax() == str(K) and w[str(K)] > 0.5, w
+    assert set(frame(pos_out.mix_weights)["refit"]) == {0}  # mix_refits = 0: only the fit on all data
+
+
+def test_mix_refits_add_one_weight_row_per_layer_and_refit(pos_parts):
+    """mix_refits = 2: the all-data fit (refit 0, the same weights as without refits) plus two bootstrap
+    refits; only layer K carries the tag, so every refit also puts most weight on it."""
+    p = pos_parts
+    settings = replace(SETTINGS, mix_refits=2)
+    out = tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), settings)
+    w = frame(out.mix_weights)
+    assert sorted(w.groupby("refit")["layer"].apply(list).items()) == [(r, ["0", "1", "2"]) for r in (0, 1, 2)]
+    base = tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS)
+    assert w[w.refit == 0]["weight"].tolist() == frame(base.mix_weights)["weight"].tolist()
+    for _, g in w.groupby("refit"):
+        assert g["weight"].sum() == pytest.approx(1.0, abs=1e-9)
+        assert g.set_index("layer")["weight"].idxmax() == str(K)
+    assert w[w.refit == 1]["weight"].tolist() != w[w.refit == 2]["weight"].tolist()  # different resamples
 
 
 def test_rows_are_fractions_with_cis_and_selectivity_is_the_difference(pos_out):

@@ -13,6 +13,7 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     C = [0.001, 0.01, 0.1, 1, 10, 100]   # inverse L2 strengths, chosen on dev accuracy
     max_iter = 100               # linear probe solver iterations
     mix_max_iter = 300           # scalar-mix probe iterations
+    mix_refits = 0               # scalar-mix refits on bootstrap resamples of the training sentences (spread)
     tol = 1e-4
     solver = "lbfgs"             # or "adam" (stochastic: one fit per seed)
     control = true               # control tasks (Hewitt & Liang 2019) for every layer
@@ -442,6 +443,7 @@ def parse_experiment(
         control=probe.boolean("control", True),
         mix=probe.boolean("mix", True),
         concat=probe.boolean("concat", True),
+        mix_refits=probe.integer("mix_refits", 0, minimum=0),
     )
     quick_overrides = {
         "max_sentences": quick.integer("max_sentences", QUICK_DEFAULTS["max_sentences"], minimum=1),

@@ -14,6 +14,7 @@ _EXPORTS = {
     "ScalarMixProbe": "mix",
     "select_l2": "linear",
     "select_mix_l2": "mix",
+    "bootstrap_mix_weights": "mix",
     "concat_layers": "linear",
     "ControlTask": "control",
     "selectivity": "control",

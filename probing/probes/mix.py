@@ -243,3 +243,46 @@ def select_mix_l2(
     probe.dev_score_ = acc
     probe.l2_path_ = path
     return probe
+
+
+def bootstrap_mix_weights(
+    probe: ScalarMixProbe, X, y, groups, n_refits: int, random_state: int | None = 0
+) -> np.ndarray:
+    """Mix weights, shape (n_refits, L), of the fitted ``probe`` refitted by its own procedure on
+    ``n_refits`` bootstrap resamples of the training ``groups`` (n,) (sentence ids: whole sentences are
+    drawn with replacement).
+
+    The procedure is the one that made ``probe``: from a uniform mix, along the penalty path it took
+    (``l2_path_`` from :func:`select_mix_l2`, up to its ``C``; just ``C`` otherwise), each step warm-started
+    from the last. The spread of the rows says how much the weights owe to the particular training
+    sentences and to the optimisation: the mix is non-convex, and layers that carry the same information
+    trade weight freely, so one fit's weights can look like a finding that a resample does not repeat.
+    """
+    check_is_fitted(probe)
+    if isinstance(n_refits, bool) or not isinstance(n_refits, (int, np.integer)) or n_refits < 1:
+        raise InputError(f"bootstrap_mix_weights: n_refits must be a positive integer, got {n_refits!r}")
+    C = float(probe.C)
+    path = sorted({float(p["C"]) for p in getattr(probe, "l2_path_", []) if p["C"] <= C} | {C})
+    refit = ScalarMixProbe(**probe.get_params())
+    _, y_idx, design = refit._prepare(X, y, path[0])
+    groups = column_or_1d(np.asarray(groups))
+    if len(groups) != len(y_idx):
+        raise InputError(f"bootstrap_mix_weights: groups has {len(groups)} entries but y has {len(y_idx)}")
+    if not np.array_equal(refit.classes_, probe.classes_):
+        raise InputError("bootstrap_mix_weights: y has other classes than the probe was fit on")
+    _, member = np.unique(groups, return_inverse=True)
+    n_groups = int(member.max()) + 1
+    rng = np.random.default_rng(random_state)
+    out = np.empty((n_refits, probe.n_layers_))
+    for r in range(n_refits):
+        draws = np.bincount(rng.integers(0, n_groups, n_groups), minlength=n_groups)
+        rows = np.repeat(np.arange(len(y_idx)), draws[member])
+        sample = _Design(design.x[rows], design.mean, design.scale, design.basis, design.eig)
+        init = None
+        for c in path:
+            factor = sample.set_penalty(_penalty_strength(c, len(rows)), refit.chunk_rows)
+            if init is not None:
+                init = (init[0], init[1] * torch.from_numpy(factor), init[2])
+            init = refit._fit_design(sample, y_idx[rows], c, init=init)
+        out[r] = refit.mix_weights_
+    return out

@@ -22,7 +22,7 @@ RESULT_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric", "val
 STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
 FLOAT_COLUMNS = ["value", "ci_low", "ci_high"]
 KEY_COLUMNS = STRING_COLUMNS  # a row is identified by these and its seed
-MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed"]
+MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]  # refit 0: all training data
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
 
 CSV_NAME = "results.csv"

@@ -218,6 +218,8 @@ def read_side_table(out_dir: str | os.PathLike, name: str) -> pd.DataFrame | Non
     if not path.is_file():
         return None
     df = pd.read_csv(path, dtype={c: str for c in _SIDE_TEXT[name]}, keep_default_na=False)
+    if name == "mix_weights" and "refit" not in df.columns:
+        df["refit"] = 0  # written before bootstrap refits existed: every row is a fit on all training data
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ResultsFormatError(f"{path}: missing column {missing[0]!r} (expected columns {columns})")

@@ -36,7 +36,8 @@ class ProbeSettings:
     solver limits; ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
     probe is fit once (its rows carry ``seeds[0]``); ``"adam"`` is fit once per seed. Control tasks are
     drawn once per seed. ``n_boot`` bootstrap replicates over sentences give the 95 % CIs.
-    ``control``, ``mix`` and ``concat`` switch those probes on or off.
+    ``control``, ``mix`` and ``concat`` switch those probes on or off. ``mix_refits``: refit the scalar mix
+    on that many bootstrap resamples of the training sentences, to show its weights' spread.
     """
 
     Cs: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
@@ -49,6 +50,7 @@ class ProbeSettings:
     control: bool = True
     mix: bool = True
     concat: bool = True
+    mix_refits: int = 0
 
     def __post_init__(self) -> None:
         if not self.Cs or any(not (isinstance(c, (int, float)) and c > 0) for c in self.Cs):
@@ -60,6 +62,8 @@ class ProbeSettings:
         for name in ("max_iter", "mix_max_iter", "n_boot"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.mix_refits < 0:
+            raise InputError(f"mix_refits must be 0 or a positive integer, got {self.mix_refits}")
 
     @property
     def probe_seeds(self) -> tuple[int, ...]:
@@ -78,6 +82,7 @@ class ProbeSettings:
             "control": self.control,
             "mix": self.mix,
             "concat": self.concat,
+            **({"mix_refits": self.mix_refits} if self.mix_refits else {}),
         }
 
 

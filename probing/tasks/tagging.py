@@ -32,7 +32,7 @@ from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
 from probing.probes.linear import LinearProbe, concat_layers, select_l2
 from probing.probes.mdl import FRACTIONS, control_codelength, online_codelength
-from probing.probes.mix import ScalarMixProbe, select_mix_l2
+from probing.probes.mix import ScalarMixProbe, bootstrap_mix_weights, select_mix_l2
 from probing.protocols import StoreLike
 from probing.results import BASELINE_ENCODER, make_row
 from probing.store.format import TOKEN_COLUMNS
@@ -413,9 +413,32 @@ def tagging_probes(
         )
         tests_x = [(p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)]
         _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, out, splits)
+        weights = [probe.mix_weights_]
+        if settings.mix_refits:
+            tell(f"{task} {encoder} scalar mix: {settings.mix_refits} bootstrap refits")
+            weights += list(
+                quiet_fit(
+                    bootstrap_mix_weights,
+                    probe,
+                    [x[0] for x in Xs],
+                    tr.y,
+                    tr.groups,
+                    settings.mix_refits,
+                    random_state=seed,
+                )[0]
+            )
         out.mix_weights += [
-            {"task": task, "dataset": train.dataset, "encoder": encoder, "layer": n, "weight": float(w), "seed": seed}
-            for n, w in zip(layer_names, probe.mix_weights_)
+            {
+                "task": task,
+                "dataset": train.dataset,
+                "encoder": encoder,
+                "layer": n,
+                "weight": float(w),
+                "seed": seed,
+                "refit": refit,
+            }
+            for refit, row in enumerate(weights)
+            for n, w in zip(layer_names, row)
         ]
 
     if len(layer_names) > 1 and settings.concat:
