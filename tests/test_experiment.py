@@ -346,7 +346,10 @@ def test_bundled_experiments_validate():
         ),
         (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
         (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
-        (("max_iter = 30", "max_iter = 30\nmix_refits = -1"), r"\[probe\]\.mix_refits: expected an integer >= 0, got -1"),
+        (
+            ("max_iter = 30", "max_iter = 30\nmix_refits = -1"),
+            r"\[probe\]\.mix_refits: expected an integer >= 0, got -1",
+        ),
     ],
 )
 def test_bad_experiment_files_name_the_key(tmp_path, change, message):
