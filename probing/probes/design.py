@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from probing.errors import InputError
 
@@ -128,7 +129,8 @@ class _Design:
     def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         coef = theta / self.scale
         if self.basis is not None:
-            coef = coef @ self.basis.T
+            with threadpool_limits(limits=1):  # a small product; one thread rounds the same on every machine
+                coef = coef @ self.basis.T
         return coef, b - coef @ self.mean
 
     def to(self, device: str | None) -> _Design:
@@ -188,7 +190,8 @@ def _whitened_layers(layers: Sequence[np.ndarray], chunk_rows: int, lam: float, 
         for block in h[:, j].split(chunk_rows):
             c = block - m32
             cov += (c.T @ c).double()
-    eig, basis = np.linalg.eigh(cov.numpy() / (L * n))
+    with threadpool_limits(limits=1):  # a threaded LAPACK rotates near-degenerate eigenvectors by thread count
+        eig, basis = np.linalg.eigh(cov.numpy() / (L * n))
     eig = np.clip(eig, 0.0, None)
     scale = _whitening_scale(eig, lam)
     transform = torch.from_numpy(basis / scale).float()
