@@ -7,6 +7,7 @@ no model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import os
@@ -137,20 +138,61 @@ class _Run:
             store = extract(
                 self.encoders[encoder], self.corpus(ref), cache_dir=self.exp.cache_dir, progress=self.progress
             )
-            elapsed = time.time() - t0
-            self.store_info[f"{encoder}/{ref}"] = {
-                "path": str(store.path),
-                "key": store.key,
-                "cache_hit": bool(store.cache_hit),
-                "seconds": round(elapsed, 3),
-                "n_sentences": store.n_sentences,
-                "n_tokens": len(store),
-                "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
-            }
-            self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
-            self.parts[key] = Part(ref.dataset, ref.split, store)
-            self.stores[key] = store
+            self.add_store(encoder, ref, store, time.time() - t0)
         return self.parts[key]
+
+    def add_store(self, encoder: str, ref: DataRef, store: Store, elapsed: float, **info: Any) -> None:
+        self.store_info[f"{encoder}/{ref}"] = {
+            "path": str(store.path),
+            "key": store.key,
+            "cache_hit": bool(store.cache_hit),
+            "seconds": round(elapsed, 3),
+            "n_sentences": store.n_sentences,
+            "n_tokens": len(store),
+            "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
+            **info,
+        }
+        self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
+        self.parts[(encoder, ref)] = Part(ref.dataset, ref.split, store)
+        self.stores[(encoder, ref)] = store
+
+    def extract_on_ray(
+        self, needed: list[tuple[str, DataRef]], address: str, shards: int | None, device: str | None
+    ) -> None:
+        """Extract the ``needed`` (encoder, data) stores as Ray tasks, up to ``shards`` per store (default:
+        the CPUs Ray reports), all submitted at once and merged on the driver (:func:`extract_ray_many`).
+        Stores in the cache start no task; data that is not found is left to :meth:`tests` to report."""
+        from probing.corpora.registry import DatasetNotFound
+        from probing.experiment.extract import gpus_for, init_ray
+        from probing.store.distributed import extract_ray_many
+
+        todo = []
+        for enc, ref in dict.fromkeys(needed):
+            try:
+                self.corpus(ref)
+            except DatasetNotFound:
+                continue
+            todo.append((enc, ref))
+        if not todo:
+            return
+        init_ray(address)
+        import ray
+
+        n = shards if shards is not None else max(1, int(ray.cluster_resources().get("CPU", 2)))
+        specs = {spec.name: spec for spec in self.exp.encoders}
+        self.log(f"activations: {len(todo)} stores on Ray ({address}), up to {n} shard tasks each")
+        t0 = time.time()
+        stores = extract_ray_many(
+            [(specs[enc].build, functools.partial(ref.load, self.exp.max_sentences), n) for enc, ref in todo],
+            cache_dir=self.exp.cache_dir,
+            num_gpus=gpus_for(device),
+            device=device,
+            progress=self.progress,
+        )
+        elapsed = time.time() - t0
+        for (enc, ref), store in zip(todo, stores):
+            written = 0 if store.cache_hit else len(store.manifest.get("merged_from") or [])
+            self.add_store(enc, ref, store, elapsed, ray_shards=written)
 
     def tests(self, task: TaskSpec, encoder: str) -> list[Part]:
         """The task's test parts; with ``skip_missing``, sets that are not found are skipped (once noted)."""
@@ -245,6 +287,7 @@ def run_experiment(
     progress: bool = True,
     device: str | None = None,
     ray: str | None = None,
+    shards: int | None = None,
 ) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
     ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``, and with a
@@ -263,15 +306,26 @@ def run_experiment(
     device agree within DESIGN.md's tolerance.
 
     ``ray`` (a Ray address, or ``"local"`` for a Ray started for the run), or ``[run] backend = "ray"`` in the
-    file (with ``address``), runs the probe jobs that are not cached as Ray tasks, in parallel; their rows are
-    those of the local run (same code, seeds and stores; the cache filesystem must be shared on a cluster).
-    Each finished job is cached as soon as it returns, so a killed driver resumes; Ray retries a task whose
-    worker died."""
+    file (with ``address``), first extracts the stores that are not cached as Ray tasks, up to ``shards`` per
+    store (default ``[run] shards``, else the CPUs Ray reports; :func:`probing.store.extract_ray_many`), then
+    runs the probe jobs that are not cached as Ray tasks, in parallel. Probe jobs on the same stores give
+    the local run's rows exactly; a store extracted in shards batches sentences differently, so its values
+    match a single-process store within one fp16 step and scores agree within DESIGN.md's tolerance.
+    Provenance records per store ``ray_shards`` (the shard tasks that wrote it in this run, 0 for a cache
+    hit). Shards and finished jobs are cached as they finish, so a killed driver resumes; Ray retries a task
+    whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path."""
     from probing.devices import use_device
 
     address = ray if ray is not None else exp.ray_address if exp.backend == "ray" else None
+    if shards is not None:
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise ExperimentError(f"shards must be a positive integer, got {shards!r}")
+        if address is None:
+            raise ExperimentError(
+                'shards needs the Ray backend: probing run --ray [ADDRESS] --shards N, or [run] backend = "ray"'
+            )
     with use_device(device):
-        return _run_experiment(exp, out_dir, progress, address)
+        return _run_experiment(exp, out_dir, progress, address, shards or exp.shards, device)
 
 
 def _quiet(_msg: str) -> None:
@@ -300,7 +354,14 @@ def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None
         done(refs[ready[0]], out, seconds)
 
 
-def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool, ray_address: str | None) -> Results:
+def _run_experiment(
+    exp: Experiment,
+    out_dir: str | os.PathLike,
+    progress: bool,
+    ray_address: str | None,
+    shards: int | None,
+    device: str | None,
+) -> Results:
     from tqdm.auto import tqdm
 
     from probing.devices import describe, resolve_device
@@ -320,6 +381,11 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
     cached = []
     inventories: dict[str, Any] = {}
     jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
+    if ray_address is not None:
+        needed = [(e, r) for t, e, _ in jobs for r in (t.train, t.dev, *t.test) if r is not None]
+        if exp.similarity is not None:
+            needed += [(e, exp.similarity.dataset) for e in exp.similarity.encoders]
+        run.extract_on_ray(needed, ray_address, shards, device)
     bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
 
     def tell(msg: str) -> None:
