@@ -64,3 +64,14 @@ def test_shard_count_gives_every_shard_a_token(lengths, asked, expected):
     m = shard_count(lengths, asked)
     assert m == expected
     assert all(lengths[slice(*shard_range(lengths, i, m))].sum() > 0 for i in range(m))
+
+
+def test_a_ray_worker_whose_wordnet_differs_from_the_drivers_refuses_the_job():
+    """The job was keyed with the driver's inventory fingerprint: a worker that resolves another WordNet (a
+    node with other NLTK data) must not run it, and the error says what to align."""
+    from types import SimpleNamespace
+
+    from probing.experiment.runner import _run_ray_job
+
+    with pytest.raises(ExperimentError, match=r"task 'wsd': WordNet 'bundled' on this Ray worker .* \(NLTK_DATA\)"):
+        _run_ray_job(None, SimpleNamespace(task="wsd"), "bundled", "0" * 64)

@@ -221,3 +221,58 @@ def test_run_on_ray_extracts_its_stores_in_shard_tasks(tmp_path, local_ray):
     assert all(info["cache_hit"] and info["ray_shards"] == 0 for info in again.provenance["stores"].values())
     assert sorted(again.provenance["cached_jobs"]) == ["upos/elmo", "upos/glove"]
     pd.testing.assert_frame_equal(again.results, remote.results, check_exact=True)
+
+
+WSD_TOML = """
+[experiment]
+name = "wsd-on-ray"
+seeds = [0]
+bootstrap = 50
+max_sentences = 40
+
+[[encoders]]
+name = "glove"
+kind = "glove"
+vectors = "glove/tiny.glove.txt"
+
+[[tasks]]
+name = "wsd"
+kind = "wsd-1nn"
+train = "demo-semcor:train"
+test = ["demo-semcor:test"]
+wordnet = "bundled"
+"""
+
+
+@pytest.mark.slow  # a real local Ray (2 CPUs): 4 shard tasks and one WSD job
+def test_a_wsd_job_on_ray_reads_the_workers_own_wordnet(tmp_path, local_ray, monkeypatch):
+    """A job's sense inventory never travels to Ray (NLTK's WordNet reader holds locks that cannot be pickled;
+    here the bundled inventory is made unpicklable on the driver to stand for it): the worker resolves the
+    same inventory (same fingerprint) and the WSD rows equal a local run's on the same stores exactly."""
+    import shutil
+    from pathlib import Path
+
+    import pandas as pd
+
+    from probing.experiment import parse_experiment, run_experiment
+    from probing.experiment.jobs import JOBS_DIR
+    from probing.wordnet import BundledInventory
+
+    def no_pickling(self):
+        raise TypeError("cannot pickle a sense inventory (as NLTK's _thread.RLock)")
+
+    monkeypatch.setattr(BundledInventory, "__reduce__", no_pickling, raising=False)
+    fix = Path(__file__).parent / "fixtures"
+    text = WSD_TOML.replace("[experiment]", f'[experiment]\ncache_dir = "{tmp_path / "cache"}"')
+    exp = parse_experiment(text, base=str(fix))
+    remote = run_experiment(exp, tmp_path / "out-ray", progress=False, ray="local", shards=2)
+    assert [info["ray_shards"] for info in remote.provenance["stores"].values()] == [2, 2]
+    shutil.rmtree(tmp_path / "cache" / JOBS_DIR)
+    local = run_experiment(exp, tmp_path / "out-local", progress=False)
+    # glove's F1 and the two WordNet baselines (which read the inventory too)
+    assert set(zip(local.results.encoder, local.results.layer, local.results.metric)) == {
+        ("glove", "glove", "f1"),
+        ("baseline", "wn-first-sense", "f1"),
+        ("baseline", "semcor-mfs", "f1"),
+    }
+    pd.testing.assert_frame_equal(remote.results, local.results, check_exact=True)

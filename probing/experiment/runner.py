@@ -7,6 +7,7 @@ no model.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import html
@@ -334,20 +335,38 @@ def _quiet(_msg: str) -> None:
 
 
 def _run_job(kind: Any, job: Job) -> tuple[TaskOutput, float]:
-    """One probe job, timed (the body of a Ray task)."""
+    """One probe job, timed."""
     t0 = time.time()
     return kind.run(job), time.time() - t0
 
 
-def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None:
-    """Run ``pending`` (kind, job) pairs as Ray tasks; ``done(index, output, seconds)`` as each returns."""
+def _run_ray_job(kind: Any, job: Job, wordnet: str | None, fingerprint: str | None) -> tuple[TaskOutput, float]:
+    """The body of a Ray task: a job that uses WordNet gets the worker's own inventory ``wordnet`` (NLTK's
+    reader cannot be pickled), which must have the ``fingerprint`` the driver keyed the job with."""
+    if wordnet is not None:
+        from probing.wordnet import inventory
+
+        inv = inventory(wordnet)
+        if inv.fingerprint() != fingerprint:
+            raise ExperimentError(
+                f"task {job.task!r}: WordNet {wordnet!r} on this Ray worker is {type(inv).__name__} with "
+                f"fingerprint {inv.fingerprint()[:12]}, the driver's is {str(fingerprint)[:12]}: give every node "
+                'the same NLTK WordNet data (NLTK_DATA), or set the task\'s wordnet = "bundled"'
+            )
+        job = dataclasses.replace(job, inventory=inv)
+    return _run_job(kind, job)
+
+
+def _run_on_ray(address: str, pending: list[tuple[Any, Job, str | None, str | None]], done: Any) -> None:
+    """Run ``pending`` (kind, job, wordnet, its fingerprint) as Ray tasks (:func:`_run_ray_job`);
+    ``done(index, output, seconds)`` as each returns."""
     from probing.experiment.extract import init_ray
 
     init_ray(address)
     import ray
 
-    task = ray.remote(_run_job).options(max_retries=2)
-    refs = {task.remote(kind, job): i for i, (kind, job) in enumerate(pending)}
+    task = ray.remote(_run_ray_job).options(max_retries=2)
+    refs = {task.remote(*args): i for i, args in enumerate(pending)}
     waiting = list(refs)
     while waiting:
         ready, waiting = ray.wait(waiting, num_returns=1)
@@ -393,7 +412,8 @@ def _run_experiment(
         bar.set_postfix_str(msg, refresh=True)
 
     outputs: list[TaskOutput | None] = []
-    pending: list[tuple[Any, Job, int, str, str]] = []  # (kind, job, output slot, cache key, label)
+    pending: list[tuple[Any, Job, tuple[str, str] | None, int, str, str]] = []
+    # (kind, job, (WordNet, fingerprint) or None, output slot, cache key, label)
     for task, enc, first in jobs:
         kind = TASK_KINDS[task.kind]
         train = run.part(enc, task.train)
@@ -425,11 +445,12 @@ def _run_experiment(
                 options=task.options,
                 baselines=task.baselines,
                 with_baselines=first,
-                inventory=inventory,
+                inventory=inventory if ray_address is None else None,
                 progress=tell if ray_address is None else _quiet,
             )
             if ray_address is not None:
-                pending.append((kind, job, len(outputs), key, f"{task.name}/{enc}"))
+                wordnet = None if inventory is None else (inventory.provenance()["inventory"], inventory.fingerprint())
+                pending.append((kind, job, wordnet, len(outputs), key, f"{task.name}/{enc}"))
                 outputs.append(None)
                 continue
             out, seconds = _run_job(kind, job)
@@ -441,13 +462,13 @@ def _run_experiment(
         bar.set_description(f"probing on Ray ({ray_address})")
 
         def finished(i: int, out: TaskOutput, seconds: float) -> None:
-            _, _, slot, key, label = pending[i]
+            _, _, _, slot, key, label = pending[i]
             run.timings[f"task {label}"] = round(seconds, 3)
             cache.put(key, out)
             outputs[slot] = out
             bar.update(1)
 
-        _run_on_ray(ray_address or "local", [(k, j) for k, j, *_ in pending], finished)
+        _run_on_ray(ray_address or "local", [(k, j, *(w or (None, None))) for k, j, w, *_ in pending], finished)
     for out in outputs:
         assert out is not None  # every pending job was filled in by finished()
         total.extend(out)
