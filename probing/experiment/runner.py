@@ -310,9 +310,10 @@ def run_experiment(
     file (with ``address``), first extracts the stores that are not cached as Ray tasks, up to ``shards`` per
     store (default ``[run] shards``, else the CPUs Ray reports;
     :func:`probing.store.distributed.extract_ray_many`), then runs the probe jobs that are not cached as Ray
-    tasks, in parallel. Probe jobs on the same stores give the local run's rows exactly; a store extracted in
-    shards batches sentences differently, so its values match a single-process store within one fp16 step
-    and scores agree within DESIGN.md's tolerance. Provenance records per store ``ray_shards`` (the shard
+    tasks, in parallel. A probe job runs the local code with the same seeds and stores, on one thread (Ray's
+    default), so its rows are the local run's as far as the fits do not depend on the thread count; a store
+    extracted in shards batches sentences differently, so its values match a single-process store within
+    one fp16 step. Provenance records per store ``ray_shards`` (the shard
     tasks that wrote it in this run, 0 for a cache hit; its ``seconds`` are those of the whole Ray
     extraction). Shards and finished jobs are cached as they finish, so a killed driver resumes; Ray retries a task
     whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path."""
