@@ -152,11 +152,12 @@ def extract_ray_many(
     expected: list[int] = []  # per task: tokens of its shard
     for i, lengths, m in todo:
         encoder_factory, corpus_factory, _ = requests[i]
-        owners = (np.cumsum(lengths) - lengths) * m // max(int(lengths.sum()), 1)
+        owners = (np.cumsum(lengths) - lengths) * m // max(int(lengths.sum()), 1)  # as shard_range cuts
+        tokens = np.bincount(owners, weights=lengths, minlength=m)
         for k in range(m):
             tid = len(owner)
             owner.append((i, k))
-            expected.append(int(lengths[owners == k].sum()))
+            expected.append(int(tokens[k]))
             ref = task.remote(
                 encoder_factory, corpus_factory, (k, m), str(root), chunk_tokens, batch_tokens, device, tally, tid
             )
