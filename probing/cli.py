@@ -217,7 +217,9 @@ def _run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below, once, from provenance
-        res = run_experiment(exp, args.out, progress=not args.quiet, device=args.device, ray=args.ray)
+        res = run_experiment(
+            exp, args.out, progress=not args.quiet, device=args.device, ray=args.ray, shards=args.shards
+        )
     summary = res.summary()
     print(
         f"{exp.name}: {len(res.results)} result rows in {res.out_dir} "
@@ -575,8 +577,14 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const="local",
         metavar="ADDRESS",
-        help="run the probe jobs as Ray tasks: on a local Ray started for the run, or on the cluster at ADDRESS "
-        '(as [run] backend = "ray" in the file)',
+        help="extract the stores in shards and run the probe jobs as Ray tasks: on a local Ray started for the "
+        'run, or on the cluster at ADDRESS (as [run] backend = "ray" in the file)',
+    )
+    p.add_argument(
+        "--shards",
+        type=_integer(1, 100_000),
+        metavar="N",
+        help="with Ray: tasks per store to extract (default [run] shards, else the CPUs Ray reports)",
     )
     _quiet(p)
 

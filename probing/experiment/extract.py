@@ -33,6 +33,12 @@ def init_ray(address: str) -> None:
         ray.init(address=None if address == LOCAL_RAY else address, include_dashboard=False, configure_logging=False)
 
 
+def gpus_for(device: str | None) -> int:
+    """GPUs a Ray task asks for to run a model on ``device`` (an explicit CUDA device: 1; else 0, and Ray
+    then hides the GPUs from the task, so ``None``/``"auto"`` runs on its CPU)."""
+    return 1 if device is not None and device.startswith("cuda") else 0
+
+
 def extract_activations(
     model: str,
     corpus: str,
@@ -54,9 +60,9 @@ def extract_activations(
     (default: CUDA when available, else CPU; recorded in the manifest, not part of the key).
 
     ``ray`` (a Ray address, or ``"local"``) extracts ``shards`` contiguous shards as Ray tasks
-    (:func:`probing.store.extract_ray`) and merges them into the store a single process would write (same
-    key; values within one fp16 rounding, see DESIGN.md). On a cluster, ``cache_dir`` must be a filesystem
-    every node mounts at the same path.
+    (:func:`probing.store.extract_ray`; fewer when the corpus is too small for that many) and merges them
+    into the store a single process would write (same key; values within one fp16 rounding, see DESIGN.md).
+    On a cluster, ``cache_dir`` must be a filesystem every node mounts at the same path.
     """
     from probing.store import extract
 
@@ -76,6 +82,6 @@ def extract_activations(
         functools.partial(load_corpus, corpus, split, path, max_sentences),
         shards,
         cache_dir=cache_dir,
-        num_gpus=1 if device is not None and device.startswith("cuda") else 0,
+        num_gpus=gpus_for(device),
         progress=progress,
     )

@@ -7,6 +7,8 @@ no model.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import html
 import os
@@ -137,20 +139,61 @@ class _Run:
             store = extract(
                 self.encoders[encoder], self.corpus(ref), cache_dir=self.exp.cache_dir, progress=self.progress
             )
-            elapsed = time.time() - t0
-            self.store_info[f"{encoder}/{ref}"] = {
-                "path": str(store.path),
-                "key": store.key,
-                "cache_hit": bool(store.cache_hit),
-                "seconds": round(elapsed, 3),
-                "n_sentences": store.n_sentences,
-                "n_tokens": len(store),
-                "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
-            }
-            self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
-            self.parts[key] = Part(ref.dataset, ref.split, store)
-            self.stores[key] = store
+            self.add_store(encoder, ref, store, time.time() - t0)
         return self.parts[key]
+
+    def add_store(self, encoder: str, ref: DataRef, store: Store, elapsed: float, **info: Any) -> None:
+        self.store_info[f"{encoder}/{ref}"] = {
+            "path": str(store.path),
+            "key": store.key,
+            "cache_hit": bool(store.cache_hit),
+            "seconds": round(elapsed, 3),
+            "n_sentences": store.n_sentences,
+            "n_tokens": len(store),
+            "corpus_fingerprint": store.manifest.get("corpus", {}).get("fingerprint"),
+            **info,
+        }
+        self.timings[f"extract {encoder}/{ref}"] = round(elapsed, 3)
+        self.parts[(encoder, ref)] = Part(ref.dataset, ref.split, store)
+        self.stores[(encoder, ref)] = store
+
+    def extract_on_ray(
+        self, needed: list[tuple[str, DataRef]], address: str, shards: int | None, device: str | None
+    ) -> None:
+        """Extract the ``needed`` (encoder, data) stores as Ray tasks, up to ``shards`` per store (default:
+        the CPUs Ray reports), all submitted at once and merged on the driver (:func:`extract_ray_many`).
+        Stores in the cache start no task; data that is not found is left to :meth:`tests` to report."""
+        from probing.corpora.registry import DatasetNotFound
+        from probing.experiment.extract import gpus_for, init_ray
+        from probing.store.distributed import extract_ray_many
+
+        todo = []
+        for enc, ref in dict.fromkeys(needed):
+            try:
+                self.corpus(ref)
+            except DatasetNotFound:
+                continue
+            todo.append((enc, ref))
+        if not todo:
+            return
+        init_ray(address)
+        import ray
+
+        n = shards if shards is not None else max(1, int(ray.cluster_resources().get("CPU", 2)))
+        specs = {spec.name: spec for spec in self.exp.encoders}
+        self.log(f"activations: {len(todo)} stores on Ray ({address}), up to {n} shard tasks each")
+        t0 = time.time()
+        stores = extract_ray_many(
+            [(specs[enc].build, functools.partial(ref.load, self.exp.max_sentences), n) for enc, ref in todo],
+            cache_dir=self.exp.cache_dir,
+            num_gpus=gpus_for(device),
+            device=device,
+            progress=self.progress,
+        )
+        elapsed = time.time() - t0
+        for (enc, ref), store in zip(todo, stores):
+            written = 0 if store.cache_hit else len(store.manifest.get("merged_from") or [])
+            self.add_store(enc, ref, store, elapsed, ray_shards=written)
 
     def tests(self, task: TaskSpec, encoder: str) -> list[Part]:
         """The task's test parts; with ``skip_missing``, sets that are not found are skipped (once noted)."""
@@ -245,6 +288,7 @@ def run_experiment(
     progress: bool = True,
     device: str | None = None,
     ray: str | None = None,
+    shards: int | None = None,
 ) -> Results:
     """Extract activations (cached), run every task's probes and baselines, and write into ``out_dir``:
     ``results.csv`` + ``results.json`` (with provenance), ``mix_weights.csv`` and ``per_tag.csv``, and with a
@@ -263,15 +307,28 @@ def run_experiment(
     device agree within DESIGN.md's tolerance.
 
     ``ray`` (a Ray address, or ``"local"`` for a Ray started for the run), or ``[run] backend = "ray"`` in the
-    file (with ``address``), runs the probe jobs that are not cached as Ray tasks, in parallel; their rows are
-    those of the local run (same code, seeds and stores; the cache filesystem must be shared on a cluster).
-    Each finished job is cached as soon as it returns, so a killed driver resumes; Ray retries a task whose
-    worker died."""
+    file (with ``address``), first extracts the stores that are not cached as Ray tasks, up to ``shards`` per
+    store (default ``[run] shards``, else the CPUs Ray reports;
+    :func:`probing.store.distributed.extract_ray_many`), then runs the probe jobs that are not cached as Ray
+    tasks, in parallel. A probe job runs the local code with the same seeds and stores, on one thread (Ray's
+    default), so its rows are the local run's as far as the fits do not depend on the thread count; a store
+    extracted in shards batches sentences differently, so its values match a single-process store within
+    one fp16 step. Provenance records per store ``ray_shards`` (the shard
+    tasks that wrote it in this run, 0 for a cache hit; its ``seconds`` are those of the whole Ray
+    extraction). Shards and finished jobs are cached as they finish, so a killed driver resumes; Ray retries a task
+    whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path."""
     from probing.devices import use_device
 
     address = ray if ray is not None else exp.ray_address if exp.backend == "ray" else None
+    if shards is not None:
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise ExperimentError(f"shards must be a positive integer, got {shards!r}")
+        if address is None:
+            raise ExperimentError(
+                'shards needs the Ray backend: probing run --ray [ADDRESS] --shards N, or [run] backend = "ray"'
+            )
     with use_device(device):
-        return _run_experiment(exp, out_dir, progress, address)
+        return _run_experiment(exp, out_dir, progress, address, shards or exp.shards, device)
 
 
 def _quiet(_msg: str) -> None:
@@ -279,20 +336,38 @@ def _quiet(_msg: str) -> None:
 
 
 def _run_job(kind: Any, job: Job) -> tuple[TaskOutput, float]:
-    """One probe job, timed (the body of a Ray task)."""
+    """One probe job, timed."""
     t0 = time.time()
     return kind.run(job), time.time() - t0
 
 
-def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None:
-    """Run ``pending`` (kind, job) pairs as Ray tasks; ``done(index, output, seconds)`` as each returns."""
+def _run_ray_job(kind: Any, job: Job, wordnet: str | None, fingerprint: str | None) -> tuple[TaskOutput, float]:
+    """The body of a Ray task: a job that uses WordNet gets the worker's own inventory ``wordnet`` (NLTK's
+    reader cannot be pickled), which must have the ``fingerprint`` the driver keyed the job with."""
+    if wordnet is not None:
+        from probing.wordnet import inventory
+
+        inv = inventory(wordnet)
+        if inv.fingerprint() != fingerprint:
+            raise ExperimentError(
+                f"task {job.task!r}: WordNet {wordnet!r} on this Ray worker is {type(inv).__name__} with "
+                f"fingerprint {inv.fingerprint()[:12]}, the driver's is {str(fingerprint)[:12]}: give every node "
+                'the same NLTK WordNet data (NLTK_DATA), or set the task\'s wordnet = "bundled"'
+            )
+        job = dataclasses.replace(job, inventory=inv)
+    return _run_job(kind, job)
+
+
+def _run_on_ray(address: str, pending: list[tuple[Any, Job, str | None, str | None]], done: Any) -> None:
+    """Run ``pending`` (kind, job, wordnet, its fingerprint) as Ray tasks (:func:`_run_ray_job`);
+    ``done(index, output, seconds)`` as each returns."""
     from probing.experiment.extract import init_ray
 
     init_ray(address)
     import ray
 
-    task = ray.remote(_run_job).options(max_retries=2)
-    refs = {task.remote(kind, job): i for i, (kind, job) in enumerate(pending)}
+    task = ray.remote(_run_ray_job).options(max_retries=2)
+    refs = {task.remote(*args): i for i, args in enumerate(pending)}
     waiting = list(refs)
     while waiting:
         ready, waiting = ray.wait(waiting, num_returns=1)
@@ -300,7 +375,14 @@ def _run_on_ray(address: str, pending: list[tuple[Any, Job]], done: Any) -> None
         done(refs[ready[0]], out, seconds)
 
 
-def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool, ray_address: str | None) -> Results:
+def _run_experiment(
+    exp: Experiment,
+    out_dir: str | os.PathLike,
+    progress: bool,
+    ray_address: str | None,
+    shards: int | None,
+    device: str | None,
+) -> Results:
     from tqdm.auto import tqdm
 
     from probing.devices import describe, resolve_device
@@ -320,13 +402,19 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
     cached = []
     inventories: dict[str, Any] = {}
     jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
+    if ray_address is not None:
+        needed = [(e, r) for t, e, _ in jobs for r in (t.train, t.dev, *t.test) if r is not None]
+        if exp.similarity is not None:
+            needed += [(e, exp.similarity.dataset) for e in exp.similarity.encoders]
+        run.extract_on_ray(needed, ray_address, shards, device)
     bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
 
     def tell(msg: str) -> None:
         bar.set_postfix_str(msg, refresh=True)
 
     outputs: list[TaskOutput | None] = []
-    pending: list[tuple[Any, Job, int, str, str]] = []  # (kind, job, output slot, cache key, label)
+    pending: list[tuple[Any, Job, tuple[str, str] | None, int, str, str]] = []
+    # (kind, job, (WordNet, fingerprint) or None, output slot, cache key, label)
     for task, enc, first in jobs:
         kind = TASK_KINDS[task.kind]
         train = run.part(enc, task.train)
@@ -358,11 +446,12 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
                 options=task.options,
                 baselines=task.baselines,
                 with_baselines=first,
-                inventory=inventory,
+                inventory=inventory if ray_address is None else None,
                 progress=tell if ray_address is None else _quiet,
             )
             if ray_address is not None:
-                pending.append((kind, job, len(outputs), key, f"{task.name}/{enc}"))
+                wordnet = None if inventory is None else (inventory.provenance()["inventory"], inventory.fingerprint())
+                pending.append((kind, job, wordnet, len(outputs), key, f"{task.name}/{enc}"))
                 outputs.append(None)
                 continue
             out, seconds = _run_job(kind, job)
@@ -374,13 +463,13 @@ def _run_experiment(exp: Experiment, out_dir: str | os.PathLike, progress: bool,
         bar.set_description(f"probing on Ray ({ray_address})")
 
         def finished(i: int, out: TaskOutput, seconds: float) -> None:
-            _, _, slot, key, label = pending[i]
+            _, _, _, slot, key, label = pending[i]
             run.timings[f"task {label}"] = round(seconds, 3)
             cache.put(key, out)
             outputs[slot] = out
             bar.update(1)
 
-        _run_on_ray(ray_address or "local", [(k, j) for k, j, *_ in pending], finished)
+        _run_on_ray(ray_address or "local", [(k, j, *(w or (None, None))) for k, j, w, *_ in pending], finished)
     for out in outputs:
         assert out is not None  # every pending job was filled in by finished()
         total.extend(out)

@@ -24,6 +24,11 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     max_sentences = 200
     bootstrap = 200
 
+    [run]                        # optional: where probing run works (default: this process)
+    backend = "ray"              # stores extracted in shards and probe jobs run as Ray tasks
+    address = "auto"             # "local" (a Ray started for the run, the default), "auto", "ray://HEAD:10001"
+    shards = 8                   # Ray tasks per store to extract (default: the CPUs Ray reports)
+
     [[encoders]]
     name = "elmo"
     kind = "elmo"                # elmo | random-elmo | glove
@@ -88,6 +93,7 @@ WORDNET_KINDS = ("auto", "nltk", "bundled")
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
 SIMILARITY_DEFAULT_MEASURES = ("linear_cka", "debiased_cka", "svcca", "pwcca")
 MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
+MAX_SHARDS = 100_000  # [run] shards, as probing extract --shards
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,7 @@ class Experiment:
     text: str = ""
     backend: str = "local"
     ray_address: str = "local"
+    shards: int | None = None  # [run] shards: Ray tasks per store extracted on Ray (None: Ray's CPU count)
     similarity: SimilaritySpec | None = None
 
     def quick(self) -> Experiment:
@@ -240,7 +247,11 @@ class Experiment:
             "source": None if self.source is None else str(self.source),
             "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
             "max_sentences": self.max_sentences,
-            "run": {"backend": self.backend, "address": self.ray_address},
+            "run": {
+                "backend": self.backend,
+                "address": self.ray_address,
+                **({} if self.shards is None else {"shards": self.shards}),
+            },
             "probe": self.probe.to_dict(),
             "encoders": [
                 {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
@@ -431,6 +442,7 @@ def parse_experiment(
     run = top.table("run")
     backend = run.string("backend", "local", choices=("local", "ray"))
     ray_address = run.string("address", "local")
+    shards = run.integer("shards", None, minimum=1, maximum=MAX_SHARDS)
     seeds = exp.int_list("seeds", (0, 1, 2))
     settings = ProbeSettings(
         Cs=probe.number_list("C", ProbeSettings.Cs),
@@ -489,6 +501,7 @@ def parse_experiment(
         text=text,
         backend=backend,
         ray_address=ray_address,
+        shards=shards,
         similarity=similarity,
     )
 
