@@ -538,6 +538,7 @@ def main() -> None:
     p.add_argument("--corpus", default="ud-ewt", help="dataset for (d); found through $PROBING_DATA (default ud-ewt)")
     p.add_argument("--split", default="train", help="split for (d) (default train: 204,577 words)")
     p.add_argument("--skip-real", action="store_true", help="skip (d)")
+    p.add_argument("--only-real", action="store_true", help="only (d): the bundled model on a real corpus")
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-store-", dir=args.workdir))
     if args.threads:
@@ -546,9 +547,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     try:
         print(f"numpy {np.__version__}, {os.cpu_count()} CPUs, stores under {workdir}")
-        bench_extract(args, workdir)
-        store = bench_rss(args, workdir)
-        bench_read(store, args)
+        if not args.only_real:
+            bench_extract(args, workdir)
+            store = bench_rss(args, workdir)
+            bench_read(store, args)
         if not args.skip_real:
             bench_real(args, workdir)
     finally:
