@@ -83,7 +83,7 @@ def write_corpus(path: Path, n_tokens: int, seed: int) -> int:
     return i
 
 
-def write_big(path: Path, rows: int, dim: int, seed: int, chunk: int = 65536) -> None:
+def write_big(path: Path, rows: int, dim: int, seed: int, chunk: int = 16384) -> None:
     """fp16 memmap of activation-like rows (class means + noise, offsets, log-normal scales) and labels."""
     rng = np.random.default_rng(seed)
     k = len(TAGS)
@@ -235,7 +235,8 @@ def main() -> None:
         if own:
             shutil.rmtree(args.workdir, ignore_errors=True)
         else:
-            (args.workdir / "big.npy").unlink(missing_ok=True)
+            for name in ("big.npy", "big.labels.npy"):
+                (args.workdir / name).unlink(missing_ok=True)
     widths = [max(len(x) for x in col) for col in zip(header, *rows)]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))

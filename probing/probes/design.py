@@ -37,9 +37,14 @@ def design_budget(max_design_bytes: int | None = None) -> int:
             max_design_bytes = int(float(env))
         except ValueError:
             raise InputError(f"${_BUDGET_ENV} must be a number of bytes (e.g. 4e9), got {env!r}") from None
-    if isinstance(max_design_bytes, bool) or not isinstance(max_design_bytes, (int, np.integer)) or max_design_bytes < 0:
+    if (
+        isinstance(max_design_bytes, bool)
+        or not isinstance(max_design_bytes, (int, np.integer))
+        or max_design_bytes < 0
+    ):
         raise InputError(f"max_design_bytes must be a non-negative int (bytes), got {max_design_bytes!r}")
     return int(max_design_bytes)
+
 
 # ----------------------------------------------------------------------------- data preparation
 
@@ -113,7 +118,8 @@ def _page_release(X: np.ndarray) -> Callable[[int, int], None] | None:
     that unmaps rows ``[a, b)`` from this process once read (``MADV_DONTNEED``: the file's pages stay in the
     page cache, and a later read maps them again). Without it a pass over a big memmap leaves it all resident
     and counted in the process's RSS. None for anything else (a copy-on-write map would lose its edits)."""
-    obj, mode = X, None
+    obj: object = X
+    mode = None
     while obj is not None and not isinstance(obj, mmap.mmap):
         if isinstance(obj, np.memmap):
             mode = obj.mode
@@ -169,8 +175,23 @@ def _whitening_scale(eig: np.ndarray, lam: float) -> np.ndarray:
     return np.sqrt(np.maximum(d2, 1e-10 * top if top > 0 else 1.0))
 
 
+class _Coordinates:
+    """The preconditioned coordinates ``x = (X - mean) @ basis / scale`` and the way back to raw weights."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    basis: np.ndarray | None
+
+    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw ``(coef, intercept)`` of the preconditioned ``theta`` (k, d) and ``b`` (k,)."""
+        coef = theta / self.scale
+        if self.basis is not None:
+            coef = coef @ self.basis.T
+        return coef, b - coef @ self.mean
+
+
 @dataclass
-class _Design:
+class _Design(_Coordinates):
     """fp32 copy of X in preconditioned coordinates, ``x = (X - mean) @ basis / scale`` (for the
     scalar mix, a stack of layers, each centred on its own mean: ``x`` (n, L, d), ``mean`` (L, d)).
 
@@ -193,12 +214,6 @@ class _Design:
     @property
     def device(self) -> torch.device:
         return self.x.device
-
-    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        coef = theta / self.scale
-        if self.basis is not None:
-            coef = coef @ self.basis.T
-        return coef, b - coef @ self.mean
 
     def to(self, device: str | None) -> _Design:
         """This design with ``x`` on ``device`` (:func:`probing.devices.resolve_device`; None = the default);
@@ -224,7 +239,7 @@ class _Design:
         return factor
 
 
-class _StreamedDesign:
+class _StreamedDesign(_Coordinates):
     """The coordinates of a :class:`_Design` without its copy: ``X`` stays where it is (an fp16 memmap of a
     store) and :func:`probing.probes.solver._streamed_objective` reads it in row chunks at every evaluation,
     applying the preconditioning to the weights, ``x theta^T = (X - mean) (theta @ transform.T)^T``, rather
@@ -251,8 +266,6 @@ class _StreamedDesign:
         self.X, self.mean, self.scale, self.basis, self.eig = X, mean, scale, basis, eig
         self.chunk_rows = chunk_rows
         self.shape = X.shape
-
-    raw = _Design.raw
 
     def to(self, device: str | None) -> _StreamedDesign:
         """This design (streamed fits run on the CPU, whatever ``device`` says)."""
