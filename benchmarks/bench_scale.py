@@ -2,7 +2,7 @@
 """Time and peak memory of each stage of a probing run at scale, so that you can extrapolate to your corpus.
 
     python benchmarks/bench_scale.py                     # 1,000,000 tokens, plus the 2M x 1024 probe
-    python benchmarks/bench_scale.py --tokens 100000 --big-rows 0     # quick: ~2 min on 2 cores
+    python benchmarks/bench_scale.py --tokens 100000 --big-rows 0     # quick: a few minutes
 
 Stages, each in a fresh process (so that its peak RSS, VmHWM, is its own):
 
