@@ -436,15 +436,12 @@ encoder.encode([["warm", "up"]])
 if {do_extract}:
     t0, c0 = time.perf_counter(), time.process_time()
     store = extract(encoder, corpus, cache_dir={cache!r}, chunk_tokens={chunk}, batch_tokens={batch}, progress=False)
-    wall, cpu, t = time.perf_counter() - t0, time.process_time() - c0, store.manifest["timings"]
-    print(len(store), wall, peak_kib(), t["encode_s"], t["scan_s"], t["finalize_s"], cpu)
+    print(len(store), time.perf_counter() - t0, peak_kib(), time.process_time() - c0)
 else:
-    t0 = time.perf_counter()
-    n = sum(len(s.words) for s in corpus)
-    parse = time.perf_counter() - t0
     c0 = time.process_time()
     wall, _ = encoder_alone(encoder, corpus, {chunk}, {batch})
-    print(n, wall, peak_kib(), wall, parse, 0.0, time.process_time() - c0)
+    cpu = time.process_time() - c0
+    print(sum(len(s.words) for s in corpus), wall, peak_kib(), cpu)
 """
 
 
@@ -462,7 +459,7 @@ def peak_kib() -> int:
 def bench_real(args, workdir: Path) -> None:
     """(d) The issue's scenario: a registry model on a real corpus, each run in a fresh process."""
 
-    def child(do_extract: bool, i: int) -> tuple[int, float, int, float, float, float, float]:
+    def child(do_extract: bool, i: int) -> tuple[int, float, int, float]:
         code = REAL_CHILD.format(
             bench=str(Path(__file__).parent),
             threads=args.threads or 1,
@@ -477,8 +474,8 @@ def bench_real(args, workdir: Path) -> None:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         if out.returncode:
             raise RuntimeError(out.stderr[-2000:])
-        tokens, wall, hwm, encode, scan, finalize, cpu = out.stdout.split()
-        return int(tokens), float(wall), int(hwm) * 1024, float(encode), float(scan), float(finalize), float(cpu)
+        tokens, wall, hwm, cpu = out.stdout.split()
+        return int(tokens), float(wall), int(hwm) * 1024, float(cpu)
 
     try:
         runs = [(child(False, i), child(True, i)) for i in range(args.repeat)]
@@ -496,10 +493,7 @@ def bench_real(args, workdir: Path) -> None:
             f"{tokens / stored.min():,.0f}",
             f"{100 * (stored.min() / alone.min() - 1):+.1f}%",
             f"{100 * (np.median(stored) / np.median(alone) - 1):+.1f}%",
-            f"{100 * (np.median([s[1] / s[3] for _, s in runs]) - 1):+.1f}%",
-            f"{100 * (min(s[6] for _, s in runs) / min(a[6] for a, _ in runs) - 1):+.1f}%",
-            f"{np.median([a[4] for a, _ in runs]):.1f} / {np.median([s[4] for _, s in runs]):.1f}",
-            f"{np.median([s[5] for _, s in runs]):.1f}",
+            f"{100 * (min(s[3] for _, s in runs) / min(a[3] for a, _ in runs) - 1):+.1f}%",
             f"{max(a[2] for a, _ in runs) / 1e6:,.0f}",
             f"{max(s[2] for _, s in runs) / 1e6:,.0f}",
         ]
@@ -513,10 +507,7 @@ def bench_real(args, workdir: Path) -> None:
             "extract() tok/s (best)",
             "wall overhead (best)",
             "(median)",
-            "in-run overhead",
             "CPU overhead (best)",
-            "parse s alone / scan s",
-            "finalize s",
             "alone peak RSS MB",
             "extract() peak RSS MB",
         ],
@@ -525,11 +516,8 @@ def bench_real(args, workdir: Path) -> None:
     print(
         "alone = the corpus parsed once and encoded in extract()'s batches. extract() parses it once too: that pass\n"
         "gives its content key, the sentence lengths and a copy of the sentences that it replays to the encoder.\n"
-        "in-run overhead: median of extract()'s wall time over the seconds it spent in encoder.encode (immune to the\n"
-        "encoder's speed drifting between runs). CPU overhead: least CPU seconds (all threads) of extract() over the\n"
-        "encoder alone's: the wall overhead when no core is free for the store's threads, an upper bound otherwise.\n"
-        "parse s: one parse of the corpus by the encoder-alone run, against\n"
-        "extract()'s scan (its one parse, hashing and copying). finalize s: offsets, token table and manifest.\n"
+        "CPU overhead: least CPU seconds (all threads) of extract() over the encoder alone's: the wall overhead when\n"
+        "no core is free for the store's two threads (a saturated machine), an upper bound otherwise.\n"
         "Peak RSS = VmHWM of the whole process (model, corpus reader and, for extract(), the store's buffers)."
     )
 
