@@ -20,6 +20,10 @@ large offsets, strongly correlated features), and needs several times fewer iter
 ``precondition="standardize"`` (per-feature centring and scaling only) avoids the O(n d^2)
 covariance and rotation for very wide inputs.
 
+The preconditioned fp32 copy of X is bounded by ``max_design_bytes`` (default 4 GiB,
+:func:`~probing.probes.design.design_budget`); a bigger X is not copied but streamed in row chunks at every
+evaluation, with the preconditioning folded into the weights (float64 products, same optimum).
+
 fp32 logits resolve the objective to about 1e-9; along nearly flat directions (almost separable
 classes under a weak penalty) coefficients can differ from sklearn's float64 solution by up to
 ~1e-2 (relative) while the predictions agree.
