@@ -5,7 +5,10 @@ See :mod:`probing.probes.linear` for why the preconditioning is an exact reparam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import mmap
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +18,34 @@ from threadpoolctl import threadpool_limits
 from probing.errors import InputError
 
 CHUNK_ROWS = 8192
+
+MAX_DESIGN_BYTES = 4 << 30
+"""Default budget of the L-BFGS probes' fp32 design copy (4 GiB: 1M tokens x 1024 dims); a larger design is
+streamed from X (:class:`_StreamedDesign`). ``$PROBING_MAX_DESIGN_BYTES`` or ``max_design_bytes=`` change it."""
+
+_BUDGET_ENV = "PROBING_MAX_DESIGN_BYTES"
+
+
+def design_budget(max_design_bytes: int | None = None) -> int:
+    """Bytes the fp32 design copy may take: ``max_design_bytes`` if given, else ``$PROBING_MAX_DESIGN_BYTES``,
+    else :data:`MAX_DESIGN_BYTES`. A fixed number rather than a share of the RAM, so that a probe's numbers
+    do not depend on the machine that fits it."""
+    if max_design_bytes is None:
+        env = os.environ.get(_BUDGET_ENV, "").strip()
+        if not env:
+            return MAX_DESIGN_BYTES
+        try:
+            max_design_bytes = int(float(env))
+        except ValueError:
+            raise InputError(f"${_BUDGET_ENV} must be a number of bytes (e.g. 4e9), got {env!r}") from None
+    if (
+        isinstance(max_design_bytes, bool)
+        or not isinstance(max_design_bytes, (int, np.integer))
+        or max_design_bytes < 0
+    ):
+        raise InputError(f"max_design_bytes must be a non-negative int (bytes), got {max_design_bytes!r}")
+    return int(max_design_bytes)
+
 
 # ----------------------------------------------------------------------------- data preparation
 
@@ -73,6 +104,42 @@ def _check_finite_chunk(chunk: torch.Tensor | np.ndarray, start: int, what: str)
         )
 
 
+def _f32_rows(X: np.ndarray, start: int, stop: int) -> torch.Tensor:
+    """Rows ``start:stop`` of ``X`` as an fp32 tensor, to be read only (it is ``X``'s memory when ``X`` is
+    C-contiguous fp32); torch casts fp16 ~15x faster than numpy."""
+    block = np.ascontiguousarray(X[start:stop])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a read-only memmap: torch only reads it here
+        t = torch.from_numpy(block)
+    return t.float()
+
+
+def _page_release(X: np.ndarray) -> Callable[[int, int], None] | None:
+    """For ``X`` in a shared memory map (``np.memmap`` mode r/r+/w+, as ``Store.layer`` gives), a function
+    that unmaps rows ``[a, b)`` from this process once read (``MADV_DONTNEED``: the file's pages stay in the
+    page cache, and a later read maps them again). Without it a pass over a big memmap leaves it all resident
+    and counted in the process's RSS. None for anything else (a copy-on-write map would lose its edits)."""
+    obj: object = X
+    mode = None
+    while obj is not None and not isinstance(obj, mmap.mmap):
+        if isinstance(obj, np.memmap):
+            mode = obj.mode
+        obj = getattr(obj, "base", None)
+    if obj is None or mode not in ("r", "r+", "w+") or not hasattr(mmap, "MADV_DONTNEED") or X.strides[0] <= 0:
+        return None
+    mm = obj
+    origin = X.ctypes.data - np.frombuffer(mm, np.uint8).ctypes.data
+    row, page = X.strides[0], mmap.PAGESIZE
+
+    def release(a: int, b: int) -> None:
+        lo = (origin + a * row) // page * page
+        hi = min(len(mm), origin + b * row)
+        if hi > lo:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    return release
+
+
 def _load_f32(X: np.ndarray, out: torch.Tensor, chunk_rows: int, what: str) -> _Moments:
     """Copy ``X`` (any numeric dtype, memmaps included) into the fp32 tensor ``out`` chunk by chunk.
 
@@ -109,8 +176,24 @@ def _whitening_scale(eig: np.ndarray, lam: float) -> np.ndarray:
     return np.sqrt(np.maximum(d2, 1e-10 * top if top > 0 else 1.0))
 
 
+class _Coordinates:
+    """The preconditioned coordinates ``x = (X - mean) @ basis / scale`` and the way back to raw weights."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    basis: np.ndarray | None
+
+    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw ``(coef, intercept)`` of the preconditioned ``theta`` (k, d) and ``b`` (k,)."""
+        coef = theta / self.scale
+        if self.basis is not None:
+            with threadpool_limits(limits=1):  # a small product; one thread rounds the same on every machine
+                coef = coef @ self.basis.T
+        return coef, b - coef @ self.mean
+
+
 @dataclass
-class _Design:
+class _Design(_Coordinates):
     """fp32 copy of X in preconditioned coordinates, ``x = (X - mean) @ basis / scale`` (for the
     scalar mix, a stack of layers, each centred on its own mean: ``x`` (n, L, d), ``mean`` (L, d)).
 
@@ -126,12 +209,13 @@ class _Design:
     basis: np.ndarray | None = None
     eig: np.ndarray | None = None
 
-    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        coef = theta / self.scale
-        if self.basis is not None:
-            with threadpool_limits(limits=1):  # a small product; one thread rounds the same on every machine
-                coef = coef @ self.basis.T
-        return coef, b - coef @ self.mean
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.x.shape)
+
+    @property
+    def device(self) -> torch.device:
+        return self.x.device
 
     def to(self, device: str | None) -> _Design:
         """This design with ``x`` on ``device`` (:func:`probing.devices.resolve_device`; None = the default);
@@ -155,6 +239,97 @@ class _Design:
         factor = new / self.scale
         self.scale = new
         return factor
+
+
+class _StreamedDesign(_Coordinates):
+    """The coordinates of a :class:`_Design` without its copy: ``X`` stays where it is (an fp16 memmap of a
+    store) and :func:`probing.probes.solver._streamed_objective` reads it in row chunks at every evaluation,
+    applying the preconditioning to the weights, ``x theta^T = (X - mean) (theta @ transform.T)^T``, rather
+    than to the rows (O(k d^2) instead of O(n d^2) per evaluation). Those products are float64: folding
+    ``transform`` into the weights sums terms far larger than the logits (the whitening undoes a wide
+    spread of variances), which fp32 would round to ~1e-4. Peak memory: a few (chunk_rows, d) float64
+    blocks, the (n,) labels and the (chunk_rows, k) logits; the fit runs on the CPU.
+
+    ``mean``, ``scale``, ``basis`` and ``eig`` are those the in-memory design would have (the same fp32
+    passes in the same chunks), so both minimise the same objective in the same coordinates.
+    """
+
+    device = torch.device("cpu")
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        mean: np.ndarray,
+        scale: np.ndarray,
+        basis: np.ndarray | None,
+        eig: np.ndarray | None,
+        chunk_rows: int,
+    ):
+        self.X, self.mean, self.scale, self.basis, self.eig = X, mean, scale, basis, eig
+        self.chunk_rows = chunk_rows
+        self.shape = X.shape
+
+    def to(self, device: str | None) -> _StreamedDesign:
+        """This design (streamed fits run on the CPU, whatever ``device`` says)."""
+        return self
+
+    def set_penalty(self, lam: float, chunk_rows: int) -> np.ndarray:
+        """As :meth:`_Design.set_penalty`; only the scale changes (there is no copy to rescale)."""
+        if self.eig is None:
+            return np.ones_like(self.scale)
+        new = _whitening_scale(self.eig, lam)
+        factor = new / self.scale
+        self.scale = new
+        return factor
+
+    def transform(self) -> torch.Tensor:
+        """float64 ``basis / scale`` (d, d), or ``1 / scale`` (d,) when standardising."""
+        if self.basis is None:
+            return torch.from_numpy(1.0 / self.scale)
+        return torch.from_numpy(self.basis / self.scale)
+
+    def chunks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        """``(first row, X[rows] - mean)`` in float64, chunk by chunk in row order."""
+        release = _page_release(self.X)
+        mean = torch.from_numpy(self.mean)
+        n = self.shape[0]
+        for start in range(0, n, self.chunk_rows):
+            stop = min(start + self.chunk_rows, n)
+            yield start, _f32_rows(self.X, start, stop).double().sub_(mean)
+            if release is not None:
+                release(start, stop)
+
+
+def _streamed(X: np.ndarray, chunk_rows: int, center: bool, lam: float, whiten: bool) -> _StreamedDesign:
+    """The :func:`_whitened` (or, without ``whiten``, :func:`_standardized`) preconditioning of ``X`` in two
+    passes over its row chunks (moments, then covariance); ``X`` itself is not copied."""
+    n, d = X.shape
+    release = _page_release(X)
+    moments = _Moments(d)
+    for start in range(0, n, chunk_rows):
+        stop = min(start + chunk_rows, n)
+        chunk = _f32_rows(X, start, stop)
+        _check_finite_chunk(chunk, start, "X")
+        moments.add(chunk)
+        if release is not None:
+            release(start, stop)
+    if not whiten:
+        mean = moments.mean if center else np.zeros(d)
+        scale = _safe_scale(moments.var + (0.0 if center else moments.mean**2), mean)
+        return _StreamedDesign(X, mean, scale, None, None, chunk_rows)
+    mean = moments.mean if center else np.zeros(d)
+    m32 = torch.from_numpy(mean).float()
+    cov = torch.zeros((d, d), dtype=torch.float64)
+    for start in range(0, n, chunk_rows):
+        stop = min(start + chunk_rows, n)
+        c = _f32_rows(X, start, stop) - m32
+        cov += (c.T @ c).double()
+        if release is not None:
+            release(start, stop)
+    with threadpool_limits(limits=1):  # a threaded LAPACK rotates near-degenerate eigenvectors by thread count
+        eig, basis = np.linalg.eigh(cov.numpy() / n)
+    eig = np.clip(eig, 0.0, None)
+    return _StreamedDesign(X, mean, _whitening_scale(eig, lam), basis, eig, chunk_rows)
 
 
 def _standardized(X: np.ndarray, chunk_rows: int, center: bool) -> _Design:

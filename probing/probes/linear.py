@@ -20,6 +20,10 @@ large offsets, strongly correlated features), and needs several times fewer iter
 ``precondition="standardize"`` (per-feature centring and scaling only) avoids the O(n d^2)
 covariance and rotation for very wide inputs.
 
+The preconditioned fp32 copy of X is bounded by ``max_design_bytes`` (default 4 GiB,
+:func:`~probing.probes.design.design_budget`); a bigger X is not copied but streamed in row chunks at every
+evaluation, with the preconditioning folded into the weights (float64 products, same optimum).
+
 fp32 logits resolve the objective to about 1e-9; along nearly flat directions (almost separable
 classes under a weak penalty) coefficients can differ from sklearn's float64 solution by up to
 ~1e-2 (relative) while the predictions agree.
@@ -49,7 +53,10 @@ from probing.probes.design import (
     _Moments,
     _safe_scale,
     _standardized,
+    _streamed,
+    _StreamedDesign,
     _whitened,
+    design_budget,
 )
 from probing.probes.solver import (
     _check_C,
@@ -62,6 +69,7 @@ from probing.probes.solver import (
     _penalty_strength,
     _run_lbfgs,
     _softmax_proba,
+    _streamed_objective,
     _warm_l2_path,
     _warn_not_converged,
 )
@@ -85,7 +93,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         optimum more uniformly than sklearn's raw-coordinate gradient does);
         Adam stops when the dev log-loss has not improved by more than ``tol`` for
         ``n_iter_no_change`` epochs, and keeps the epoch with the lowest dev log-loss.
-    solver : ``"lbfgs"`` (full batch, holds an fp32 copy of X) or ``"adam"`` (streams row blocks
+    solver : ``"lbfgs"`` (full batch, holds an fp32 copy of X up to ``max_design_bytes``) or ``"adam"`` (streams row blocks
         of X, e.g. an fp16 memmap, and needs ``X_dev``/``y_dev`` for early stopping).
     precondition : ``"whiten"`` (default; costs two O(n d^2) passes and a d x d eigensolve) or
         ``"standardize"`` (per-feature; also what Adam always uses).
@@ -94,6 +102,11 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     chunk_rows : rows converted to fp32/float64 at a time.
     device : where L-BFGS runs with the fp32 design copy: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, or None (the
         ``probing.devices.use_device`` default, else CUDA when available, else CPU); Adam runs on the CPU.
+    max_design_bytes : memory budget of L-BFGS's fp32 design copy (n * d * 4 bytes); None =
+        ``$PROBING_MAX_DESIGN_BYTES``, else 4 GiB (:func:`probing.probes.design.design_budget`). Above it X
+        is not copied: each evaluation streams its row chunks (e.g. from a store's fp16 memmap) on the CPU
+        in float64, which minimises the same objective (same optimum to within the solver's rounding), ~2x
+        slower, in memory of a few chunks.
 
     Attributes: ``classes_``, ``coef_`` (1 or n_classes rows, raw feature scale), ``intercept_``,
     ``n_features_in_``, ``n_iter_``, ``dev_score_`` (accuracy on ``X_dev`` when given, else None).
@@ -114,6 +127,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         random_state: int | None = None,
         chunk_rows: int = CHUNK_ROWS,
         device: str | None = None,
+        max_design_bytes: int | None = None,
     ):
         self.C = C
         self.fit_intercept = fit_intercept
@@ -127,6 +141,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.chunk_rows = chunk_rows
         self.device = device
+        self.max_design_bytes = max_design_bytes
 
     # -- fitting
 
@@ -169,7 +184,11 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         self.dev_score_ = None if X_dev is None else float(self.score(X_dev, y_dev))
         return self
 
-    def _design(self, X, C: float) -> _Design:
+    def _design(self, X, C: float) -> _Design | _StreamedDesign:
+        """The preconditioned design: an fp32 copy of X when it fits ``max_design_bytes``, else streamed."""
+        if X.shape[0] * X.shape[1] * 4 > design_budget(self.max_design_bytes):
+            lam = _penalty_strength(C, X.shape[0])
+            return _streamed(X, self.chunk_rows, self.fit_intercept, lam, self.precondition == "whiten")
         if self.precondition == "whiten":
             design = _whitened(X, self.chunk_rows, self.fit_intercept, _penalty_strength(C, X.shape[0]))
         else:
@@ -179,16 +198,16 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     def _n_out(self) -> int:
         return 1 if len(self.classes_) == 2 else len(self.classes_)
 
-    def _fit_design(self, design: _Design, y_idx: np.ndarray, C: float, init=None):
+    def _fit_design(self, design: _Design | _StreamedDesign, y_idx: np.ndarray, C: float, init=None):
         """L-BFGS on a preconditioned design; ``init`` = (theta, b) warm start in that space.
 
         Returns the solution (theta, b) in that space, for the next warm start.
         """
-        n, d = design.x.shape
+        n, d = design.shape
         k = self._n_out()
         binary = k == 1
         lam = _penalty_strength(C, n)
-        dev = design.x.device
+        dev = design.device
         theta = torch.zeros((k, d), dtype=torch.float64, device=dev)
         b = torch.zeros(k, dtype=torch.float64, device=dev)
         if init is not None:
@@ -196,7 +215,10 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
             b.copy_(torch.as_tensor(init[1]))
         target = (torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)).to(dev)
         penalty = lam * torch.from_numpy(1.0 / design.scale).to(dev) ** 2
-        objective = _linear_objective(design.x, target, binary, penalty, theta, b)
+        if isinstance(design, _StreamedDesign):
+            objective = _streamed_objective(design, target, binary, penalty, theta, b)
+        else:
+            objective = _linear_objective(design.x, target, binary, penalty, theta, b)
         params = [theta, b] if self.fit_intercept else [theta]
         n_iter, gmax = _run_lbfgs(objective, params, self.max_iter, self.tol)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
@@ -204,7 +226,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         self.n_iter_ = n_iter
         return theta.detach().clone(), b.detach().clone()
 
-    def _set_solution(self, theta: np.ndarray, b: np.ndarray, design: _Design) -> None:
+    def _set_solution(self, theta: np.ndarray, b: np.ndarray, design: _Design | _StreamedDesign) -> None:
         """Map preconditioned-space parameters back to raw features."""
         self.coef_, self.intercept_ = design.raw(theta, b)
 

@@ -18,7 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from probing.errors import InputError
-from probing.probes.design import _Design
+from probing.probes.design import _Design, _StreamedDesign
 
 _HISTORY = 10  # L-BFGS memory, scipy's default ``maxcor`` (what sklearn uses)
 
@@ -114,6 +114,38 @@ def _linear_objective(
         loss, dz = _xent_and_grad((x @ theta.float().T).double() + b, target, binary)
         penalty_term = 0.5 * _ordered_sum((penalty * theta**2).reshape(-1))
         return loss + penalty_term, [(dz.float().T @ x).double() + penalty * theta, _ordered_sum(dz)]
+
+    return objective
+
+
+def _streamed_objective(
+    design: _StreamedDesign,
+    target: torch.Tensor,
+    binary: bool,
+    penalty: torch.Tensor,
+    theta: torch.Tensor,
+    b: torch.Tensor,
+):
+    """:func:`_linear_objective` over a design streamed from X in row chunks (:class:`_StreamedDesign`):
+    the same objective in the same coordinates, with ``x theta^T = (X - mean) W^T`` for
+    ``W = theta @ transform.T`` and ``dL/dtheta = (dz^T (X - mean)) @ transform``. The chunks' losses and
+    gradients are added in row order (the same bits for any thread count)."""
+    n = design.shape[0]
+
+    def objective():
+        T = design.transform()
+        W = theta @ T.T if T.dim() == 2 else theta * T
+        loss = torch.zeros((), dtype=torch.float64)
+        G, g_b = torch.zeros_like(theta), torch.zeros_like(b)
+        for start, xc in design.chunks():
+            m = xc.shape[0]
+            part, dz = _xent_and_grad(xc @ W.T + b, target[start : start + m], binary)
+            dz.mul_(m / n)
+            loss += part * (m / n)
+            G += dz.T @ xc
+            g_b += _ordered_sum(dz)
+        g_theta = (G @ T if T.dim() == 2 else G * T) + penalty * theta
+        return loss + 0.5 * _ordered_sum((penalty * theta**2).reshape(-1)), [g_theta, g_b]
 
     return objective
 
@@ -239,7 +271,7 @@ def _warn_not_converged(name: str, n_iter: int, max_iter: int, gmax: float, tol:
 def _warm_l2_path(
     Cs: Sequence[float],
     n: int,
-    design: _Design,
+    design: _Design | _StreamedDesign,
     chunk_rows: int,
     fit: Callable[[float, Any], tuple[Any, int]],
     rescale: Callable[[Any, torch.Tensor], Any],
@@ -260,7 +292,7 @@ def _warm_l2_path(
     for C in Cs:
         factor = design.set_penalty(_penalty_strength(C, n), chunk_rows)
         if init is not None:
-            init = rescale(init, torch.from_numpy(factor).to(design.x.device))
+            init = rescale(init, torch.from_numpy(factor).to(design.device))
         init, n_iter = fit(C, init)
         acc = dev_accuracy()
         path.append({"C": C, "dev_accuracy": acc, "n_iter": n_iter})
