@@ -288,13 +288,13 @@ def test_bundled_experiments_validate():
         "demo-semcor:test",
     }
     assert default.max_sentences is None
-    # sized for the demo (see its comments): one control seed, C from 0.1 to 1000, tol 3e-4, two mix refits;
+    # sized for the demo (see its comments): one control seed, C from 0.01 to 1000, tol 3e-4, one mix refit;
     # full.toml keeps three seeds, seven Cs and sklearn's tol
     assert (default.probe.seeds, default.probe.Cs, default.probe.tol, default.probe.mix_refits) == (
         (0,),
-        (0.1, 1.0, 10.0, 100.0, 1000.0),
+        (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0),
         3e-4,
-        2,
+        1,
     )
     assert default.probe.control and default.probe.mix and default.probe.concat
     quick = load_experiment("default", quick=True)
