@@ -56,7 +56,8 @@ _summary = {
     "tasks": sorted(results["task"].unique()), "encoders": sorted(results["encoder"].unique()),
     "rows": results[["task", "encoder", "layer", "metric", "value", "ci_low", "ci_high"]].to_dict(orient="list"),
     "max_sentences": exp.max_sentences,
-    "mix_sums": res.mix_weights.groupby(["task", "encoder", "seed"])["weight"].sum().tolist(),
+    "mix_sums": res.mix_weights.groupby(["task", "encoder", "seed", "refit"])["weight"].sum().tolist(),
+    "mix_refits": sorted(set(res.mix_weights["refit"])),
     "best_tasks": sorted(best["task"].unique()), "report": str(report.resolve()),
     "per_layer_best": per_layer["best layer"].astype(str).tolist(),
 }
@@ -213,7 +214,8 @@ def test_02_layer_probes(tmp_path, monkeypatch):
         if t == "upos" and l == "majority" and m == "accuracy"
     ]
     assert majority == [pytest.approx(_demo_ud_majority(s["max_sentences"]), abs=1e-9)]
-    assert np.allclose(s["mix_sums"], 1.0, atol=1e-4)
+    assert np.allclose(s["mix_sums"], 1.0, atol=1e-4)  # per fit: the all-data fit and each bootstrap refit
+    assert s["mix_refits"] == [0, 1]  # the default experiment's one refit beside the fit on all data
     assert set(s["per_layer_best"]) <= {"0", "1", "2"}
     out = Path(s["out"])
     for f in (
