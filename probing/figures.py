@@ -611,7 +611,7 @@ def mix_weights(weights: pd.DataFrame) -> Figure:
 
     Bars: the fits on all training data (``refit`` 0), averaged over seeds; error bars: min..max over
     seeds and bootstrap refits (``mix_refits``). A task whose weights move by more than
-    :data:`UNSTABLE_MIX_RANGE` across them is marked "unstable" above its bars. One panel per encoder.
+    :data:`UNSTABLE_MIX_RANGE` across them is marked "unstable" under its name. One panel per encoder.
     """
     df = _check_weights(weights)
     spread = df.groupby(["task", "encoder", "layer"], sort=False)["weight"].agg(["min", "max"])
@@ -656,20 +656,14 @@ def mix_weights(weights: pd.DataFrame) -> Figure:
                     label=f"uniform (1/{n_layers.iloc[0]})",
                     zorder=1,
                 )
-            ax.set_xticks(range(len(tasks)), tasks)
-            top = min(1.08, max(1.0 / len(layers), grouped["max"].max()) * 1.18 + 0.02)
             ranges = (sub["max"] - sub["min"]).groupby(sub["task"], sort=False).max()
-            for t in tasks:
-                if ranges[t] > UNSTABLE_MIX_RANGE:
-                    ax.text(
-                        tasks.index(t),
-                        top * 0.97,
-                        f"unstable (range {ranges[t]:.2f})",
-                        ha="center",
-                        va="top",
-                        fontsize=7.5,
-                        color="#b2182b",
-                    )
+            unstable = {t: float(ranges[t]) for t in tasks if ranges[t] > UNSTABLE_MIX_RANGE}
+            labels = [f"{t}\nunstable (range {unstable[t]:.2f})" if t in unstable else t for t in tasks]
+            ax.set_xticks(range(len(tasks)), labels)
+            for t, label in zip(tasks, ax.get_xticklabels()):
+                if t in unstable:
+                    label.set_color("#b2182b")
+            top = min(1.08, max(1.0 / len(layers), grouped["max"].max()) * 1.18 + 0.02)
             ax.set_ylim(0, top)
             ax.set_ylabel("softmax weight $s_j$")
             ax.set_title(f"Scalar-mix weights per task ({_pretty(enc)})")
