@@ -398,14 +398,14 @@ def _pretrain(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             hours=args.hours,
             seed=args.seed,
-            threads=args.threads,
+            threads=args.threads or 2,
             batch_tokens=args.batch_tokens,
             checkpoint_minutes=args.checkpoint_minutes,
             precision=args.precision,
         )
         trainer = Pretrainer(config, args.out, resume=args.resume, device=args.device)
         if args.resume:
-            trainer.extend_budget(max_tokens=args.max_tokens, hours=args.hours)
+            trainer.extend_budget(max_tokens=args.max_tokens, hours=args.hours, threads=args.threads)
         trainer.run()
     path = trainer.export(Path(args.out) / "export", dtype=args.export_dtype)
     print(f"exported options.json + weights.hdf5 to {path}")
@@ -697,7 +697,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="minutes between checkpoints (default 10)",
     )
-    p.add_argument("--threads", type=_integer(1, 4096), default=2, help="torch threads (default 2)")
+    p.add_argument(
+        "--threads",
+        type=_integer(1, 4096),
+        help="torch threads (default 2; with --resume, the checkpoint's unless given)",
+    )
     _device(p)
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation and data order (default 0)")
     p.add_argument(

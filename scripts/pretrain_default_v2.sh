@@ -5,17 +5,19 @@
 #   RUN=/elsewhere scripts/pretrain_default_v2.sh
 #
 # Does nothing if the run is already going (its pid in $RUN/pid is alive) or has spent its token budget
-# ($RUN/export/training.json then holds the final model; an interrupted run exports too, with fewer tokens). The run survives this shell (setsid nohup), on one
-# thread at nice 10, checkpoints every 8 minutes, and resumes exactly from $RUN/checkpoint.pt when the session
-# that ran it ended. Progress: $RUN/stdout.log (tqdm) and $RUN/log.csv (held-out perplexity every 0.5M tokens).
+# ($RUN/export/training.json then holds the final model; an interrupted run exports too, with fewer tokens).
+# The run survives this shell (setsid nohup), at nice 10, checkpoints every 8 minutes, and resumes exactly from
+# $RUN/checkpoint.pt when the session that ran it ended. THREADS=2 uses both cores (default 1, leaving one for
+# other work). Progress: $RUN/stdout.log (tqdm) and $RUN/log.csv (held-out perplexity every 0.5M tokens).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 RUN=${RUN:-/work/runs/pretrain-v2}
 PY=${PYTHON:-/work/main/.venv/bin/python}
 export PROBING_DATA=${PROBING_DATA:-/work/shared/data}
 export NLTK_DATA=${NLTK_DATA:-$PROBING_DATA/nltk_data}
-export OMP_NUM_THREADS=1 PYTHONPATH=$REPO
 MAX_TOKENS=${MAX_TOKENS:-36000000}
+THREADS=${THREADS:-1}
+export OMP_NUM_THREADS=$THREADS PYTHONPATH=$REPO
 
 mkdir -p "$RUN"
 if [[ -f $RUN/pid ]] && kill -0 "$(cat "$RUN/pid")" 2>/dev/null \
@@ -33,14 +35,14 @@ if [[ ! -s $RUN/corpus/train.txt || ! -s $RUN/corpus/valid.txt ]]; then
     nice -n 10 "$PY" "$REPO/scripts/make_pretrain_corpus.py" --out "$RUN/corpus" > "$RUN/corpus.log" 2>&1
 fi
 
-args=(--out "$RUN" --export-dtype float16)
+args=(--out "$RUN" --export-dtype float16 --threads "$THREADS")
 if [[ -f $RUN/checkpoint.pt ]]; then
     args+=(--resume --max-tokens "$MAX_TOKENS")
 else
     args+=(
         --train "$RUN/corpus/train.txt" --valid "$RUN/corpus/valid.txt"
         --options "$REPO/probing/resources/configs/elmo-default-v2.json"
-        --max-tokens "$MAX_TOKENS" --threads 1 --batch-tokens 4096 --checkpoint-minutes 8 --seed 0
+        --max-tokens "$MAX_TOKENS" --batch-tokens 4096 --checkpoint-minutes 8 --seed 0
         --precision auto
     )
 fi

@@ -308,12 +308,18 @@ class Pretrainer:
                 ) from None
         self._stop = False
 
-    def extend_budget(self, *, max_tokens: int | None = None, hours: float | None = None) -> None:
-        """Continue a resumed run with a new budget (a new ``max_tokens`` also stretches the LR schedule)."""
+    def extend_budget(
+        self, *, max_tokens: int | None = None, hours: float | None = None, threads: int | None = None
+    ) -> None:
+        """Continue a resumed run with a new budget (a new ``max_tokens`` also stretches the LR schedule) or on
+        another number of threads (the machine changed; the results change only in their last bits)."""
         if max_tokens is not None:
             self.config.max_tokens = max_tokens
         if hours is not None:
             self.config.hours = hours
+        if threads is not None:
+            self.config.threads = threads
+            torch.set_num_threads(threads)
 
     def make_batch(self, sentence_ids: Sequence[int] | np.ndarray, corpus: Corpus) -> tuple[Tensor, Tensor]:
         """Character ids ``(B, T, C)`` and LM targets ``(B, T)`` for ``<S> w1 .. wn </S>``."""
