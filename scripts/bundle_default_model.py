@@ -4,12 +4,14 @@
 
 RUN_DIR is a `probing pretrain --out` folder (its export/ holds options.json, weights.hdf5, training.json);
 CORPUS_DIR is the folder written by scripts/make_pretrain_corpus.py (its sources.json gives the counts).
-Writes probing/resources/models/default/{options.json, weights.hdf5, training.json, MODEL_CARD.md}.
+Writes probing/resources/models/default/{options.json, weights.hdf5, training.json, vocab.txt.gz, MODEL_CARD.md}
+(vocab.txt.gz: the training vocabulary, gzip without a timestamp so that the same run bundles the same bytes).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -47,6 +49,10 @@ def main() -> None:
     DEST.mkdir(parents=True, exist_ok=True)
     for name in ("options.json", "weights.hdf5", "training.json"):
         shutil.copyfile(export / name, DEST / name)
+    vocab = (export / "vocab.txt").read_bytes()
+    with open(DEST / "vocab.txt.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+        f.write(vocab)
+    n_vocab = len(vocab.decode("utf-8").splitlines())
     Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")  # refuse to bundle what does not load
     opts = ElmoOptions.from_json(DEST / "options.json")
     log = info["log"]
@@ -85,7 +91,7 @@ toolkit, and the official weights (`probing download original`) for conclusions 
 - 2 biLSTM layers per direction, {opts.lstm_dim} cells projected to {opts.projection_dim}, cell and projection
   clip {opts.cell_clip}, skip connection between the layers;
 - layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {opts.output_dim}-d;
-- {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {c["vocab_size"]:,}-word
+- {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {n_vocab:,}-word
   vocabulary, cutoffs {c["cutoffs"]}, is used only in training and not exported);
 - fingerprint (sha256 of the weights file): `{info["fingerprint"]}`.
 
@@ -119,8 +125,8 @@ same sources and removed from training.
 ```
 PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out runs/corpus
 {args.command}
-probing pretrain --out runs/elmo-small --export-only
-python scripts/bundle_default_model.py runs/elmo-small runs/corpus --command "..."
+probing pretrain --out {args.run} --export-only
+python scripts/bundle_default_model.py {args.run} {args.corpus} --command "..."
 ```
 The run resumes exactly (`--resume`) if interrupted; the full configuration is in `training.json`.
 
