@@ -18,6 +18,7 @@ them), a theatre one when it is one of :data:`THEATRE`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import time
@@ -164,6 +165,7 @@ def main() -> None:
     summary = {
         "model": str(args.model),
         "fingerprint": encoder.fingerprint,
+        "weights_sha256": hashlib.sha256((args.model / "weights.hdf5").read_bytes()).hexdigest(),
         "quick": args.quick,
         "seconds": round(seconds, 1),
         "perplexity": ppl,
