@@ -184,6 +184,17 @@ def test_export_round_trip(corpus, tmp_path):
     assert info["tokens_seen"] == trainer.tokens_seen and info["fingerprint"] == loaded.fingerprint
 
 
+def test_float16_export_records_the_fingerprint_of_what_is_stored(corpus, tmp_path):
+    """float16 rounds the weights, so the stored model is not the trained one: training.json (and the model
+    card made from it) must name the model that every later load sees."""
+    trainer = Pretrainer(config(corpus, max_tokens=2_000), tmp_path / "run", progress=False)
+    trainer.run()
+    export = trainer.export(tmp_path / "export", dtype="float16")
+    loaded = Elmo.from_files(export / "options.json", export / "weights.hdf5")
+    info = json.loads((export / "training.json").read_text())
+    assert info["fingerprint"] == loaded.fingerprint != trainer.elmo().fingerprint
+
+
 def test_cli_pretrain_and_export(corpus, tmp_path, capsys):
     train, valid, options = corpus
     out = tmp_path / "cli"

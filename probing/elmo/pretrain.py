@@ -509,8 +509,9 @@ class Pretrainer:
     def export(self, directory: str | Path, dtype: str = "float32") -> Path:
         """options.json + weights.hdf5 (official layout) + vocab.txt + training.json into ``directory``."""
         directory = Path(directory)
-        model = self.elmo()
-        model.save(directory / "options.json", directory / "weights.hdf5", dtype=dtype)
+        self.elmo().save(directory / "options.json", directory / "weights.hdf5", dtype=dtype)
+        # the fingerprint of what is stored (float16 rounds the weights), as every later load computes it
+        model = Elmo.from_files(directory / "options.json", directory / "weights.hdf5")
         with atomic_open(directory / "vocab.txt") as f:
             f.write("\n".join(self.vocab) + "\n")
         info = {
