@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -31,8 +32,62 @@ LICENCES = {
 }
 
 
+def lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def stored_dtype(weights: Path) -> str:
+    """The dtype the weights file stores its arrays in (float16 exports load back to float32 exactly)."""
+    import h5py
+
+    dtypes: set[str] = set()
+    with h5py.File(weights, "r") as f:
+        f.visititems(lambda _name, obj: dtypes.add(str(obj.dtype)) if isinstance(obj, h5py.Dataset) else None)
+    return "/".join(sorted(dtypes))
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def licence(source: str) -> str:
     return next((v for k, v in LICENCES.items() if source.startswith(k)), "see shared/data README")
+
+
+def measured(path: Path, weights_sha256: str) -> str:
+    """The card's "Measured" section from bench_default_model.py's targets.json (refused for another model)."""
+    t = json.loads(path.read_text())
+    if t["weights_sha256"] != weights_sha256 or t["quick"]:
+        sha = t["weights_sha256"]
+        raise SystemExit(f"{path}: measured on weights {sha} (quick={t['quick']}), not the full run of this model")
+    upos, wsd, base = t["upos_test_accuracy"], t["wsd_all_f1"], t["wsd_baselines_f1"]
+    rows = "\n".join(
+        f"| {layer} | {upos.get(layer, '')} | {wsd.get(layer, '')} |" for layer in sorted(set(upos) | set(wsd))
+    )
+    table4 = "\n".join(
+        f"| {r['source']} | {r['layer']} | {r['nearest']} | `{r['sense']}` ({r['kind']}) |" for r in t["table4"]
+    )
+    met = "\n".join(f"| {k} | {'yes' if v else 'no'} |" for k, v in t["targets"].items() if v is not None)
+    return f"""## Measured (`benchmarks/bench_default_model.py`)
+UD EWT test UPOS accuracy (linear probe, C from {{1, 10, 100}} on dev) and 1-NN WSD F1 on Raganato's ALL
+(trained on all of SemCor; WordNet first sense {base.get("wn-first-sense")}, SemCor most frequent sense
+{base.get("semcor-mfs")}), in %:
+
+| layer | UPOS | WSD F1 |
+|---|---|---|
+{rows}
+
+Peters et al.'s Table 4, searched over all of SemCor's occurrences of "play":
+
+| source | layer | nearest occurrence | sense |
+|---|---|---|---|
+{table4}
+
+| target (issue 20) | met |
+|---|---|
+{met}
+
+"""
 
 
 def main() -> None:
@@ -41,6 +96,11 @@ def main() -> None:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--command", required=True, help="the exact pretraining command(s), for the card")
     ap.add_argument("--hardware", default="2-core x86_64 CPU, 1 torch thread, shared with other jobs")
+    ap.add_argument(
+        "--targets",
+        type=Path,
+        help="targets.json of benchmarks/bench_default_model.py run on this model: adds a Measured section",
+    )
     args = ap.parse_args()
 
     export = args.run / "export"
@@ -67,10 +127,10 @@ def main() -> None:
     if "sources" in sources:  # written by make_pretrain_corpus.py since issue 20: the table is in sources.md
         corpus_table = (args.corpus / "sources.md").read_text(encoding="utf-8").strip()
         dedup = (
-            f"Every training sentence whose normalised key ({sources['sentence_key']}) equals that of an evaluation "
+            f"Every training sentence whose normalised key ({sources['sentence_key'].rstrip('.')}) equals that of an evaluation "
             f"sentence ({', '.join(sources['evaluation_sets'])}) or a held-out one, or of an earlier training "
             "sentence, was removed; the table counts what each rule removed. Lower-cased sources were truecased: "
-            f"{sources['truecasing']['rule']} (token accuracy {sources['truecasing']['token_accuracy_on_held_out']:.1%} "
+            f"{lower_first(sources['truecasing']['rule'].rstrip('.'))} (token accuracy {sources['truecasing']['token_accuracy_on_held_out']:.1%} "
             "on the held-out text lower-cased and restored)."
         )
     else:
@@ -93,7 +153,8 @@ toolkit, and the official weights (`probing download original`) for conclusions 
 - layers seen by probes: 0 (token layer, shown at both directions' width), 1, 2: each {opts.output_dim}-d;
 - {count_parameters(opts):,} parameters in the biLM (the adaptive softmax over a {n_vocab:,}-word
   vocabulary, cutoffs {c["cutoffs"]}, is used only in training and not exported);
-- fingerprint (sha256 of the weights file): `{info["fingerprint"]}`.
+- fingerprint (probing's model fingerprint: sha256 of the options and the stored weights, as
+  `Elmo.fingerprint` computes it on every load): `{info["fingerprint"]}`.
 
 ## Training data
 Built by `scripts/make_pretrain_corpus.py` from `shared/data` (one tokenized sentence per line). The Brown
@@ -112,7 +173,8 @@ same sources and removed from training.
 - Adam, lr {c["lr"]} with {c["warmup_tokens"]:,}-token warm-up and cosine decay to {c["min_lr_fraction"]} of it,
   batches of {c["batch_tokens"]} tokens (sentences up to {c["max_len"]} tokens), dropout {c["dropout"]},
   gradient clipping at {c["clip_norm"]}, seed {c["seed"]}; arithmetic {info.get("precision", "fp32")} (bf16: autocast
-  matmuls with float32 weights, optimizer and export);
+  matmuls with float32 weights and optimizer); weights stored as {stored_dtype(DEST / "weights.hdf5")} (loaded as
+  float32; the fingerprint is of the stored values);
 - final held-out perplexity: forward {last["valid_ppl_forward"]:.1f}, backward {last["valid_ppl_backward"]:.1f}
   (for scale: the official ELMo reaches about 40 on the One Billion Word benchmark with 93M parameters and
   ~10 epochs of 800M tokens).
@@ -121,7 +183,7 @@ same sources and removed from training.
 |---|---|---|---|---|
 {rows}
 
-## Reproduce
+{measured(args.targets, sha256(DEST / "weights.hdf5")) if args.targets else ""}## Reproduce
 ```
 PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out runs/corpus
 {args.command}

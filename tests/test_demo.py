@@ -102,3 +102,22 @@ def test_second_run_is_served_from_the_cache(demo, capsys):
     assert len(prov["cached_jobs"]) == len(jobs_run_first) > 0  # no probe is trained again
     pd.testing.assert_frame_equal(read_results(root / "again" / "results"), first.results.results, check_dtype=False)
     assert "upos" in printed and "report:" in printed and "nearest neighbours of 'play'" in printed
+
+
+def test_table4_searches_every_play_sentence_of_the_semcor_slice(tmp_path, monkeypatch):
+    """The paper searched all of SemCor; the demo searches both splits of its slice, whose sports uses of the
+    noun (e.g. the paper's own source, d004.s017 "Chico_Ruiz made a spectacular play ...") are in test."""
+    from probing.corpora import load
+    from probing.demo import play_occurrences
+    from probing.encoders import get_encoder
+
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path))
+    expected = {
+        s.id for split in ("train", "test") for s in load("demo-semcor", split) if s.lemmas and "play" in s.lemmas
+    }
+    store = play_occurrences(get_encoder("default"))
+    tokens = store.tokens
+    assert set(tokens["sentence_id"]) == expected
+    assert {"d004.s017", "d005.s105"} <= expected  # one test and one train sentence
+    plays = tokens.loc[store.rows(lemma="play")]
+    assert plays["sentence_id"].nunique() == len(expected)  # every sentence holds the lemma
