@@ -76,6 +76,20 @@ class Table:
     def boolean(self, key: str, default: Any = _REQUIRED) -> Any:
         return self.get(key, "true or false", lambda v: isinstance(v, bool), default)
 
+    def boolean_or_names(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] = ()) -> Any:
+        """true, false, or a list of names from ``choices`` (returned as a tuple; an empty list is false)."""
+        value = self.get(
+            key,
+            f"true, false or a list of names from {', '.join(repr(c) for c in choices)}",
+            lambda v: (
+                isinstance(v, bool) or (isinstance(v, list) and all(isinstance(x, str) and x in choices for x in v))
+            ),
+            default,
+        )
+        if isinstance(value, list):
+            return tuple(dict.fromkeys(value)) if value else False
+        return value
+
     def path(self, key: str, default: Any = None) -> Path | None:
         value = self.string(key, default)
         return None if value is None else resolve_path(value, self.base)

@@ -355,6 +355,11 @@ def test_bundled_experiments_validate():
             ("max_iter = 30", "max_iter = 30\nmix_refits = -1"),
             r"\[probe\]\.mix_refits: expected an integer >= 0, got -1",
         ),
+        (
+            ("max_iter = 30", 'max_iter = 30\nmix = ["elmo", "bert"]'),
+            r"\[probe\]\.mix: expected true, false or a list of names from 'elmo', 'random-elmo', 'glove', "
+            r"got \['elmo', 'bert'\]",
+        ),
     ],
 )
 def test_bad_experiment_files_name_the_key(tmp_path, change, message):
@@ -367,6 +372,31 @@ def test_bad_experiment_files_name_the_key(tmp_path, change, message):
     with pytest.raises(ExperimentError, match=message) as info:
         load_experiment(path)
     assert str(path) in str(info.value)  # the message names the file
+
+
+def test_mix_and_concat_for_named_encoders_only(setup, tmp_path, monkeypatch):
+    """``mix = ["elmo"]``: the scalar mix for that encoder alone; ``concat = []`` (or false): for none. The
+    single layers (and their cached jobs) are those of a run with both probes on for every encoder."""
+    root, _, first = setup
+    head, tasks = TOML.split("[[tasks]]", 1)
+    text = head.replace("mix_max_iter = 30", 'mix_max_iter = 30\nmix = ["elmo"]\nconcat = []') + "[[tasks]]" + (
+        tasks.split("[[tasks]]")[0]
+    )
+    exp = parse_experiment(text, base=root)
+    assert (exp.probe.mix, exp.probe.concat) == (("elmo",), False)
+    assert exp.probe.for_encoder("elmo").mix is True and exp.probe.for_encoder("random-elmo").mix is False
+    assert exp.probe.to_dict()["mix"] == ["elmo"]
+    monkeypatch.setenv("PROBING_CACHE", str(root / "probing-cache"))
+    df = run_experiment(exp, tmp_path / "out", progress=False).results
+    acc = df[(df.metric == "accuracy") & (df.task == "upos")]
+    assert set(acc[acc.encoder == "elmo"].layer) == {"0", "1", "2", "mix"}
+    assert set(acc[acc.encoder == "random-elmo"].layer) == {"0", "1", "2"}
+    before = first.results
+    for enc in ("elmo", "random-elmo"):
+        for layer in "012":
+            pick = (before.task == "upos") & (before.encoder == enc) & (before.layer == layer)
+            now = (df.encoder == enc) & (df.layer == layer) & (df.task == "upos")
+            assert sorted(df[now].value) == sorted(before[pick].value), (enc, layer)
 
 
 def test_missing_tasks_and_missing_file(tmp_path):

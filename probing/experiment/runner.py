@@ -276,7 +276,7 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
         "encoder": enc,
         "baselines": with_baselines,
         "stores": [p.store.key for p in parts],
-        "settings": exp.probe.to_dict(),
+        "settings": exp.probe.for_encoder(enc).to_dict(),
         "wordnet": None if inventory is None else inventory.fingerprint(),
     }
 
@@ -442,7 +442,7 @@ def _run_experiment(
                 train=train,
                 dev=dev,
                 tests=tests,
-                settings=exp.probe,
+                settings=exp.probe.for_encoder(enc),
                 options=task.options,
                 baselines=task.baselines,
                 with_baselines=first,

@@ -17,8 +17,8 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     tol = 1e-4
     solver = "lbfgs"             # or "adam" (stochastic: one fit per seed)
     control = true               # control tasks (Hewitt & Liang 2019) for every layer
-    mix = true                   # learned scalar mix of all layers
-    concat = true                # concatenation of all layers
+    mix = true                   # learned scalar mix of all layers (or a list: the encoders that get one)
+    concat = true                # concatenation of all layers (or a list of encoders, as for mix)
 
     [quick]                      # overrides applied by load_experiment(..., quick=True)
     max_sentences = 200
@@ -453,8 +453,6 @@ def parse_experiment(
         seeds=seeds,
         n_boot=exp.integer("bootstrap", 1000, minimum=1, maximum=MAX_BOOTSTRAP),
         control=probe.boolean("control", True),
-        mix=probe.boolean("mix", True),
-        concat=probe.boolean("concat", True),
         mix_refits=probe.integer("mix_refits", 0, minimum=0),
     )
     quick_overrides = {
@@ -468,8 +466,6 @@ def parse_experiment(
     name = exp.string("name", Path(source).stem)
     cache_dir = exp.path("cache_dir")
     max_sentences = exp.integer("max_sentences", 0) or None
-    for t in (exp, probe, quick, run):
-        t.done()
 
     raw_encoders = top.get(
         "encoders", "a non-empty array of tables [[encoders]]", lambda v: isinstance(v, list) and len(v) > 0
@@ -479,6 +475,13 @@ def parse_experiment(
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ExperimentError(f"{source}: encoders: two encoders are named {dup!r}; give each a distinct name")
+    settings = replace(
+        settings,
+        mix=probe.boolean_or_names("mix", True, choices=tuple(names)),
+        concat=probe.boolean_or_names("concat", True, choices=tuple(names)),
+    )
+    for t in (exp, probe, quick, run):
+        t.done()
     raw_tasks = top.get("tasks", "a non-empty array of tables [[tasks]]", lambda v: isinstance(v, list) and len(v) > 0)
     tasks = [_task(Table(t, f"tasks[{i}]", source, Path(base)), names) for i, t in enumerate(raw_tasks)]
     evaluated = [(t.name, str(r)) for t in tasks for r in t.test]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,8 +36,10 @@ class ProbeSettings:
     solver limits; ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
     probe is fit once (its rows carry ``seeds[0]``); ``"adam"`` is fit once per seed. Control tasks are
     drawn once per seed. ``n_boot`` bootstrap replicates over sentences give the 95 % CIs.
-    ``control``, ``mix`` and ``concat`` switch those probes on or off. ``mix_refits``: refit the scalar mix
-    on that many bootstrap resamples of the training sentences, to show its weights' spread.
+    ``control``, ``mix`` and ``concat`` switch those probes on or off; ``mix`` and ``concat`` may also name
+    the encoders that get them (e.g. not a random baseline, whose combined layers cost the most and say the
+    least; :meth:`for_encoder` resolves the names). ``mix_refits``: refit the scalar mix on that many
+    bootstrap resamples of the training sentences, to show its weights' spread.
     """
 
     Cs: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
@@ -48,8 +50,8 @@ class ProbeSettings:
     seeds: tuple[int, ...] = (0, 1, 2)
     n_boot: int = 1000
     control: bool = True
-    mix: bool = True
-    concat: bool = True
+    mix: bool | tuple[str, ...] = True
+    concat: bool | tuple[str, ...] = True
     mix_refits: int = 0
 
     def __post_init__(self) -> None:
@@ -64,6 +66,15 @@ class ProbeSettings:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)}")
         if self.mix_refits < 0:
             raise InputError(f"mix_refits must be 0 or a positive integer, got {self.mix_refits}")
+
+    def for_encoder(self, encoder: str) -> ProbeSettings:
+        """The settings one encoder's probes run with: ``mix`` and ``concat`` given as encoder names become
+        true or false for ``encoder``."""
+        return replace(
+            self,
+            mix=self.mix if isinstance(self.mix, bool) else encoder in self.mix,
+            concat=self.concat if isinstance(self.concat, bool) else encoder in self.concat,
+        )
 
     @property
     def probe_seeds(self) -> tuple[int, ...]:
@@ -80,8 +91,8 @@ class ProbeSettings:
             "seeds": list(self.seeds),
             "n_boot": self.n_boot,
             "control": self.control,
-            "mix": self.mix,
-            "concat": self.concat,
+            "mix": self.mix if isinstance(self.mix, bool) else list(self.mix),
+            "concat": self.concat if isinstance(self.concat, bool) else list(self.concat),
             **({"mix_refits": self.mix_refits} if self.mix_refits else {}),
         }
 
