@@ -32,6 +32,21 @@ LICENCES = {
 }
 
 
+# benchmarks/bench_pretrain.py on one thread of a 2-core AMD EPYC (2026-12-04): training tokens per CPU second
+ARCHITECTURE_CHOICE = """Why this size: the package budget is 25 MB for the weights (stored as float16), and CPU time is the
+other limit. `benchmarks/bench_pretrain.py` measured training speed on one thread of a 2-core AMD EPYC:
+
+| LSTM / projection (char filters as v1) | float16 weights | tokens/s fp32 | tokens/s bf16 autocast |
+|---|---|---|---|
+| 512 / 128 (the v1 model) | 6 MB | 1,319 | 1,984 |
+| 512 / 256 | 9 MB | 979 | 1,705 |
+| 1024 / 256 (this model) | 20 MB | 506 | 1,114 |
+
+1024 / 256 is the largest of these within the budget (a 2048-cell LSTM would not fit), and bf16 autocast
+makes it train at about the fp32 speed of the 512-cell model. The sweep measured speed and size only: a
+quality comparison would have cost a long run per candidate."""
+
+
 def lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
@@ -155,6 +170,8 @@ toolkit, and the official weights (`probing download original`) for conclusions 
   vocabulary, cutoffs {c["cutoffs"]}, is used only in training and not exported);
 - fingerprint (probing's model fingerprint: sha256 of the options and the stored weights, as
   `Elmo.fingerprint` computes it on every load): `{info["fingerprint"]}`.
+
+{ARCHITECTURE_CHOICE}
 
 ## Training data
 Built by `scripts/make_pretrain_corpus.py` from `shared/data` (one tokenized sentence per line). The Brown
