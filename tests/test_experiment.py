@@ -379,9 +379,8 @@ def test_mix_and_concat_for_named_encoders_only(setup, tmp_path, monkeypatch):
     single layers (and their cached jobs) are those of a run with both probes on for every encoder."""
     root, _, first = setup
     head, tasks = TOML.split("[[tasks]]", 1)
-    text = head.replace("mix_max_iter = 30", 'mix_max_iter = 30\nmix = ["elmo"]\nconcat = []') + "[[tasks]]" + (
-        tasks.split("[[tasks]]")[0]
-    )
+    upos = "[[tasks]]" + tasks.split("[[tasks]]")[0]
+    text = head.replace("mix_max_iter = 30", 'mix_max_iter = 30\nmix = ["elmo"]\nconcat = []') + upos
     exp = parse_experiment(text, base=root)
     assert (exp.probe.mix, exp.probe.concat) == (("elmo",), False)
     assert exp.probe.for_encoder("elmo").mix is True and exp.probe.for_encoder("random-elmo").mix is False
