@@ -8,6 +8,7 @@ task checks use synthetic encoders whose answer is known by construction.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from test_tasks import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
 from probing.claims import context_dependence, fit_layer_probes, misspellings
 from probing.elmo import Elmo
 from probing.elmo.chars import batch_char_ids
-from probing.encoders import ElmoEncoder, training_vocabulary
+from probing.encoders import ElmoEncoder, elmo_options_path, training_vocabulary
 from probing.experiment import ExperimentError, parse_experiment
 from probing.figures_claims import directions, oov_split
 from probing.layers import LayerError, direction_names, resolve
@@ -175,11 +176,14 @@ def test_task_options_are_parsed_and_checked():
 
 
 def test_bundled_training_vocabulary():
-    """The shipped word list: the 33,398 words seen at least 3 times in the default model's 2,319,046
-    training tokens (case-sensitive; the special tokens left out)."""
+    """The shipped word list is the default model's softmax vocabulary: at most training.json's vocab_size
+    words (fewer when fewer training words reach min_count), less <S>, </S> and <UNK>; case-sensitive.
+    Millions of training tokens give tens of thousands of words, common inflections included."""
     vocab = training_vocabulary("default")
-    assert len(vocab) == 33398
-    assert {"the", "The", "play", "played"} <= vocab and "<UNK>" not in vocab and "recieve" not in vocab
+    config = json.loads((elmo_options_path("default").parent / "training.json").read_text())["config"]
+    assert 30_000 < len(vocab) <= config["vocab_size"] - 3
+    assert {"the", "The", "play", "played", "plays"} <= vocab
+    assert not {"<S>", "</S>", "<UNK>", "", "qzxvbnm"} & vocab
 
 
 def test_stateless_vectors_do_not_depend_on_the_preceding_sentence():
