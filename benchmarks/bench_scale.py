@@ -10,7 +10,7 @@ imports      the floor: a process that only imports torch and probing's store, p
 corpus       a synthetic CoNLL-U file of ``--tokens`` tokens: 20,000 pseudo-words drawn with Zipf frequencies
              (s = 1.1), sentence lengths 1 + Poisson(16). Each word has one of 12 tags, which its suffix shows
              for 85% of the vocabulary (the rest are exceptions a probe must remember), so a probe has signal.
-extract      ``probing.store.extract`` with the bundled default ELMo (``get_encoder("default")``, dim 256 x 3
+extract      ``probing.store.extract`` with the bundled default ELMo (``get_encoder("default")``, all 3
              layers) into a fresh store (fp16 memmaps); ``--threads`` torch threads.
 probe        ``LinearProbe()`` (L-BFGS, whitened, default C and tol) on layer 1: the first 90% of the tokens
              (whole sentences) train, the rest test. Its fp32 design fits the default 4 GiB budget: in memory.
