@@ -5,7 +5,7 @@
 #
 #   PROBING_DATA=/path/to/shared/data scripts/refresh_default_model.sh [LOGS]     (default LOGS: ./refresh-logs)
 #
-# Then: copy the tables from the logs into README (demo, paper subset, structural, MDL/CKA, claims) and the
+# Then: copy the tables from the logs into README (demo, paper subset, structural, MDL/CKA, claims, at scale) and the
 # model card (bench_default_model: the targets of issue 20), and review `git diff --stat figures/`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,4 +33,5 @@ step targets "$py" benchmarks/bench_default_model.py --out "$logs/targets"
 step claims "$py" benchmarks/bench_claims.py --out "$logs/claims"
 step structural "$py" benchmarks/bench_structural.py --threads 2
 step mdl_similarity "$py" benchmarks/bench_mdl_similarity.py --threads 2
+step scale "$py" benchmarks/bench_scale.py --big-rows 0
 echo "$(date +%T) all steps done; tables in $logs/*.log"
