@@ -114,6 +114,7 @@ def main() -> None:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--command", required=True, help="the exact pretraining command(s), for the card")
     ap.add_argument("--hardware", default="2-core x86_64 CPU, 1 torch thread, shared with other jobs")
+    ap.add_argument("--history", default="", help="what changed during the run (budget, threads), for the card")
     ap.add_argument(
         "--targets",
         type=Path,
@@ -195,7 +196,7 @@ same sources and removed from training.
   gradient clipping at {c["clip_norm"]}, seed {c["seed"]}; arithmetic {info.get("precision", "fp32")} (bf16: autocast
   matmuls with float32 weights and optimizer); weights stored as {stored_dtype(DEST / "weights.hdf5")} (loaded as
   float32; the fingerprint is of the stored values);
-- final held-out perplexity: forward {last["valid_ppl_forward"]:.1f}, backward {last["valid_ppl_backward"]:.1f}
+{f"- {args.history}" + chr(10) if args.history else ""}- final held-out perplexity: forward {last["valid_ppl_forward"]:.1f}, backward {last["valid_ppl_backward"]:.1f}
   (for scale: the official ELMo reaches about 40 on the One Billion Word benchmark with 93M parameters and
   ~10 epochs of 800M tokens).
 
