@@ -207,7 +207,9 @@ def test_02_layer_probes(tmp_path, monkeypatch):
         if not (np.isnan(lo) or np.isnan(hi)):
             assert lo <= value <= hi
     elmo_layers = {l for e, l, t in zip(rows["encoder"], rows["layer"], rows["task"]) if e == "elmo" and t == "upos"}
-    assert {"0", "1", "2", "mix", "concat"} <= elmo_layers
+    assert {"0", "1", "2", "mix"} <= elmo_layers and "concat" not in elmo_layers  # default: mix = ["elmo"]
+    random_layers = {l for e, l, t in zip(rows["encoder"], rows["layer"], rows["task"]) if e == "random-elmo"}
+    assert random_layers and random_layers <= {"0", "1", "2"}
     majority = [
         v
         for t, l, m, v in zip(rows["task"], rows["layer"], rows["metric"], rows["value"])
