@@ -223,3 +223,25 @@ def test_cli_pretrain_and_export(corpus, tmp_path, capsys):
     assert (out / "export" / "weights.hdf5").exists() and (out / "checkpoint.pt").exists()
     assert cli_main(["pretrain", "--out", str(tmp_path / "missing"), "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_resume_on_another_number_of_threads(corpus, tmp_path):
+    """--resume keeps the checkpoint's thread count unless --threads is given (the machine changed): the run
+    continues from its checkpoint, and the new count is recorded for the next resume."""
+    train, valid, options = corpus
+    out = str(tmp_path / "run")
+    before = torch.get_num_threads()
+    try:
+        common = ["--batch-tokens", "256", "--out", out]
+        args = ["pretrain", "--train", str(train), "--valid", str(valid), "--options", str(options), *common]
+        assert cli_main([*args, "--max-tokens", "500", "--threads", "1"]) == 0
+        first = json.loads((Path(out) / "export" / "training.json").read_text())
+        assert cli_main(["pretrain", "--resume", *common, "--max-tokens", "1000"]) == 0
+        kept = json.loads((Path(out) / "export" / "training.json").read_text())
+        assert kept["threads"] == 1 and kept["tokens_seen"] > first["tokens_seen"] >= 500
+        assert cli_main(["pretrain", "--resume", *common, "--max-tokens", "1500", "--threads", "2"]) == 0
+        moved = json.loads((Path(out) / "export" / "training.json").read_text())
+        assert moved["threads"] == 2 and moved["tokens_seen"] > kept["tokens_seen"]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
