@@ -450,3 +450,16 @@ def test_copies_of_needs_a_whole_token_cut_and_enough_words():
     assert copies_of(tokens, "Chico Ruiz made a spectacular play on Alusik's grounder .".split()) == {("d", "s0")}
     assert copies_of(tokens, "he played .".split()) == {("d", "s2")}  # 3 words: no cut copies (s3)
     assert copies_of(tokens, "Chico Ruiz made a spectacular play".split(), cut=False) == set()
+
+
+def test_copies_of_cuts_inside_a_multiword_token():
+    """The paper cuts its second Table 4 source after "Garson"; SemCor writes "Garson_Kanin" as one token. That
+    SemCor sentence is the source itself (it was the nearest "play" to itself at layers 1-2 before this rule),
+    so it must count as a copy; a cut inside an ordinary word ("Gars") still must not."""
+    text = "Olivia_De_Havilland signed to do a Broadway play for Garson_Kanin this season ."
+    tokens = pd.DataFrame.from_records(
+        [{"doc_id": "br-e27", "sentence_id": "s1", "position": p, "word": w} for p, w in enumerate(text.split())]
+    )
+    source = "Olivia De Havilland signed to do a Broadway play for Garson".split()
+    assert copies_of(tokens, source) == {("br-e27", "s1")}
+    assert copies_of(tokens, source[:-1] + ["Gars"]) == set()

@@ -11,7 +11,8 @@ undoes the corpora's tokenisation choices: SemCor writes ``Chico_Ruiz`` as one t
 as two, the paper "Chico Ruiz" and a student "Alusik's". A store sentence is a copy of a query
 sentence when their normalised texts are equal, or, for a query of at least :data:`MIN_CUT_WORDS`
 words, when the store sentence's normalised text starts with the query's, less a final full stop, and
-a store token ends where the query does (the paper cuts its sources with "{...}"). Copies are excluded, and so are copies of a store-row query's own sentence. Strings are
+a store token, or a part of a multiword token, ends where the query does (the paper cuts its sources with
+"{...}": its "Olivia De Havilland ... for Garson" is SemCor's "... for Garson_Kanin this season"). Copies are excluded, and so are copies of a store-row query's own sentence. Strings are
 tokenized by :func:`probing.tokenize.tokenize`.
 """
 
@@ -188,7 +189,7 @@ def _keys(tokens: pd.DataFrame, rows: np.ndarray | None = None) -> np.ndarray:
 
 def _sentence_texts(tokens: pd.DataFrame, keep: np.ndarray) -> dict[SentenceKey, tuple[str, set[int]]]:
     """Normalised text of every sentence holding a row of the boolean mask ``keep``, with the character
-    offsets in it where a token ends."""
+    offsets in it where a token, or a part of a multiword token (``Garson`` in ``Garson_Kanin``), ends."""
     keys = _keys(tokens)
     chosen = np.isin(keys, np.unique(keys[keep]))
     part = pd.DataFrame({"key": keys[chosen], "position": tokens["position"].to_numpy()[chosen]})
@@ -196,8 +197,9 @@ def _sentence_texts(tokens: pd.DataFrame, keep: np.ndarray) -> dict[SentenceKey,
     out = {}
     for key, group in part.sort_values(["key", "position"], kind="stable").groupby("key", sort=False):
         doc, sid = str(key).split("\x1f", 1)
-        pieces = [normalise_text([w]) for w in group["word"]]
-        out[(doc, sid)] = ("".join(pieces), set(np.cumsum([len(p) for p in pieces]).tolist()))
+        # a cut may also fall inside a multiword token: the paper's "... for Garson" vs SemCor's "Garson_Kanin"
+        parts = [normalise_text([part]) for w in group["word"] for part in w.split("_")]
+        out[(doc, sid)] = ("".join(parts), set(np.cumsum([len(p) for p in parts]).tolist()))
     return out
 
 
