@@ -17,6 +17,7 @@ import json
 import shutil
 from pathlib import Path
 
+from probing._io import atomic_open, atomic_path
 from probing.elmo import Elmo
 from probing.elmo.hub import count_parameters
 from probing.elmo.options import ElmoOptions
@@ -83,9 +84,14 @@ def measured(path: Path, weights_sha256: str) -> str:
         f"| {layer} | {upos.get(layer, '')} | {wsd.get(layer, '')} |" for layer in sorted(set(upos) | set(wsd))
     )
     table4 = "\n".join(
-        f"| {r['source']} | {r['layer']} | {r['nearest']} | `{r['sense']}` ({r['kind']}) |" for r in t["table4"]
+        f"| {r['source']} | {r['layer']} | {r['nearest']} | "
+        + (f"`{r['sense']}` ({r['kind']}) |" if r["sense"] else "no sense tag in SemCor |")
+        for r in t["table4"]
     )
-    met = "\n".join(f"| {k} | {'yes' if v else 'no'} |" for k, v in t["targets"].items() if v is not None)
+    values = t.get("targets_measured", {})
+    met = "\n".join(
+        f"| {k} | {'yes' if v else 'no'} | {values.get(k, '')} |" for k, v in t["targets"].items() if v is not None
+    )
     return f"""## Measured (`benchmarks/bench_default_model.py`)
 UD EWT test UPOS accuracy (linear probe, C from {{1, 10, 100}} on dev) and 1-NN WSD F1 on Raganato's ALL
 (trained on all of SemCor; WordNet first sense {base.get("wn-first-sense")}, SemCor most frequent sense
@@ -101,8 +107,8 @@ Peters et al.'s Table 4, searched over all of SemCor's occurrences of "play":
 |---|---|---|---|
 {table4}
 
-| target (issue 20) | met |
-|---|---|
+| target (issue 20) | met | measured |
+|---|---|---|
 {met}
 
 """
@@ -126,10 +132,14 @@ def main() -> None:
     info = json.loads((export / "training.json").read_text())
     sources = json.loads((args.corpus / "sources.json").read_text())
     DEST.mkdir(parents=True, exist_ok=True)
-    for name in ("options.json", "weights.hdf5", "training.json"):
-        shutil.copyfile(export / name, DEST / name)
+    for name in ("options.json", "weights.hdf5", "training.json"):  # atomic: a running demo may be loading them
+        with atomic_path(DEST / name) as tmp:
+            shutil.copyfile(export / name, tmp)
     vocab = (export / "vocab.txt").read_bytes()
-    with open(DEST / "vocab.txt.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+    with (
+        atomic_open(DEST / "vocab.txt.gz", "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f,
+    ):
         f.write(vocab)
     n_vocab = len(vocab.decode("utf-8").splitlines())
     Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")  # refuse to bundle what does not load
@@ -190,7 +200,7 @@ same sources and removed from training.
 
 ## Training
 - {info["tokens_seen"]:,} training tokens seen ({info["tokens_seen"] / info["train_tokens"]:.2f} epochs), in
-  {info["train_seconds"] / 3600:.2f} h of training on: {args.hardware}; torch {info["torch"]};
+  {info["train_seconds"] / 3600:.2f} h of training on {args.hardware}; torch {info["torch"]};
 - Adam, lr {c["lr"]} with {c["warmup_tokens"]:,}-token warm-up and cosine decay to {c["min_lr_fraction"]} of it,
   batches of {c["batch_tokens"]} tokens (sentences up to {c["max_len"]} tokens), dropout {c["dropout"]},
   gradient clipping at {c["clip_norm"]}, seed {c["seed"]}; arithmetic {info.get("precision", "fp32")} (bf16: autocast
@@ -206,18 +216,20 @@ same sources and removed from training.
 
 {measured(args.targets, sha256(DEST / "weights.hdf5")) if args.targets else ""}## Reproduce
 ```
-PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out runs/corpus
+PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out RUN/corpus
 {args.command}
-probing pretrain --out {args.run} --export-only
-python scripts/bundle_default_model.py {args.run} {args.corpus} --command "..."
+probing pretrain --out RUN --export-only --export-dtype {stored_dtype(DEST / "weights.hdf5")}
+python scripts/bundle_default_model.py RUN RUN/corpus --command "..."
 ```
-The run resumes exactly (`--resume`) if interrupted; the full configuration is in `training.json`.
+RUN is the run's folder (here `{Path(args.run).name}`). The run resumes exactly (`--resume`) if interrupted; the
+full configuration is in `training.json`.
 
 ## Licence
 The weights are released with the package (Apache-2.0). They were trained on the text above; the Brown
 sample in it is licensed for non-commercial research use, so check that licence before commercial use.
 """
-    (DEST / "MODEL_CARD.md").write_text(card, encoding="utf-8")
+    with atomic_open(DEST / "MODEL_CARD.md", encoding="utf-8") as f:
+        f.write(card)
     print(f"bundled {DEST} ({(DEST / 'weights.hdf5').stat().st_size / 1e6:.1f} MB)")
 
 
