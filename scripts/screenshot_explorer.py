@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         page, requests = open_page(browser, args.html)
         if args.click is not None:
             page.mouse.click(*point_xy(page, args.click, args.point))
+            page.mouse.move(0, 0)  # the click leaves no tooltip: only --hover shows one
         if args.search:
             page.locator("input[type=text]").first.fill(args.search)
             page.wait_for_timeout(300)
