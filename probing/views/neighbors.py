@@ -12,8 +12,9 @@ as two, the paper "Chico Ruiz" and a student "Alusik's". A store sentence is a c
 sentence when their normalised texts are equal, or, for a query of at least :data:`MIN_CUT_WORDS`
 words, when the store sentence's normalised text starts with the query's, less a final full stop, and
 a store token, or a part of a multiword token, ends where the query does (the paper cuts its sources with
-"{...}": its "Olivia De Havilland ... for Garson" is SemCor's "... for Garson_Kanin this season"). Copies are excluded, and so are copies of a store-row query's own sentence. Strings are
-tokenized by :func:`probing.tokenize.tokenize`.
+"{...}": its "Olivia De Havilland ... for Garson" is SemCor's "... for Garson_Kanin this season"). Copies are
+excluded, and so are copies of a store-row query's own sentence. Strings are tokenized by
+:func:`probing.tokenize.tokenize`.
 """
 
 from __future__ import annotations
@@ -197,7 +198,6 @@ def _sentence_texts(tokens: pd.DataFrame, keep: np.ndarray) -> dict[SentenceKey,
     out = {}
     for key, group in part.sort_values(["key", "position"], kind="stable").groupby("key", sort=False):
         doc, sid = str(key).split("\x1f", 1)
-        # a cut may also fall inside a multiword token: the paper's "... for Garson" vs SemCor's "Garson_Kanin"
         parts = [normalise_text([part]) for w in group["word"] for part in w.split("_")]
         out[(doc, sid)] = ("".join(parts), set(np.cumsum([len(p) for p in parts]).tolist()))
     return out
