@@ -183,13 +183,22 @@ class _Coordinates:
     scale: np.ndarray
     basis: np.ndarray | None
 
-    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Raw ``(coef, intercept)`` of the preconditioned ``theta`` (k, d) and ``b`` (k,)."""
+    def raw_coef(self, theta: np.ndarray) -> np.ndarray:
+        """Raw weights (k, d) of the preconditioned ``theta`` (k, d): ``(theta / scale) @ basis.T``.
+
+        On one BLAS thread: a threaded product splits its sums by thread count on some BLAS kernels
+        (OpenBLAS with ``OPENBLAS_CORETYPE=Haswell`` does), and the weights would differ in the last bit."""
         coef = theta / self.scale
         if self.basis is not None:
-            with threadpool_limits(limits=1):  # a small product; one thread rounds the same on every machine
+            with threadpool_limits(limits=1):
                 coef = coef @ self.basis.T
-        return coef, b - coef @ self.mean
+        return coef
+
+    def raw(self, theta: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw ``(coef, intercept)`` of the preconditioned ``theta`` (k, d) and ``b`` (k,)."""
+        coef = self.raw_coef(theta)
+        with threadpool_limits(limits=1):
+            return coef, b - coef @ self.mean
 
 
 @dataclass

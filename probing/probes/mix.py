@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from threadpoolctl import threadpool_limits
 
 from probing.errors import InputError
 from probing.probes.design import CHUNK_ROWS, _check_finite_chunk, _Design, _whitened_layers
@@ -158,11 +159,11 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
         a = torch.softmax(s, 0).cpu().numpy()
-        assert design.basis is not None  # a whitened stack always has its basis
-        coef = (theta.cpu().numpy() / design.scale) @ design.basis.T
+        coef = design.raw_coef(theta.cpu().numpy())
         self.mix_weights_ = a
         self.coef_ = coef
-        self.intercept_ = b.cpu().numpy() - coef @ (a @ design.mean)
+        with threadpool_limits(limits=1):
+            self.intercept_ = b.cpu().numpy() - coef @ (a @ design.mean)
         self.gamma_ = float(np.linalg.norm(coef))
         self.n_layers_ = L
         self.dim_ = d
