@@ -10,7 +10,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -141,15 +141,6 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
-    return h.hexdigest()
-
-
-def source_digest(root: str | os.PathLike, names: Iterable[str]) -> str:
-    """sha256 over source files ``root/name`` (each hashed with its name): identifies the code that computed
-    a cached result, so a code change is never served stale results."""
-    h = hashlib.sha256()
-    for name in names:
-        h.update(name.encode() + b"\0" + (Path(root) / name).read_bytes())
     return h.hexdigest()
 
 

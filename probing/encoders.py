@@ -25,14 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from probing._io import sha256_file, source_digest
+from probing._io import sha256_file
 from probing.devices import check_device_name
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError
+from probing.identity import code_identity
 from probing.protocols import EncoderLike
 
 FINGERPRINT_VERSION = "probing-encoder/1"
-_ELMO_CODE_MODULES = ("chars.py", "model.py", "elmo.py", "weights.py", "options.py")
+ELMO_COMPUTE_VERSION = 1  # bump when activations change for a reason the code below does not show
+_ELMO_CODE_MODULES = ("chars", "model", "elmo", "weights", "options")
 
 
 Encoder = EncoderLike  # the protocol every encoder here satisfies (probing.protocols.EncoderLike)
@@ -48,8 +50,9 @@ def _sha(*parts: Any) -> str:
 
 @functools.cache
 def elmo_code_digest() -> str:
-    """sha256 over the source files of ``probing.elmo`` that turn characters into activations."""
-    return source_digest(Path(__file__).parent / "elmo", _ELMO_CODE_MODULES)
+    """The code identity (:func:`probing.identity.code_identity`) of the ``probing.elmo`` modules that turn
+    characters into activations: a comment or docstring edit keeps every store, a code edit renews them."""
+    return code_identity(ELMO_COMPUTE_VERSION, [f"probing.elmo.{m}" for m in _ELMO_CODE_MODULES])
 
 
 def _canonical_options(options: ElmoOptions) -> str:

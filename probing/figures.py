@@ -43,8 +43,9 @@ from scipy import stats
 from probing._io import atomic_path
 from probing.errors import InputError
 from probing.layers import is_half
-from probing.results import RESULT_COLUMNS, headline_metrics, layer_sort_key, validate_results
+from probing.results import RESULT_COLUMNS, layer_sort_key, validate_results
 from probing.results import metric as metric_info
+from probing.tasks import metrics as _builtin_metrics  # noqa: F401  (registers the built-in metrics)
 
 __all__ = [
     "OKABE_ITO",
@@ -182,8 +183,10 @@ def aggregate(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 
 
 def default_metric(results: pd.DataFrame, task: str, headlines: Mapping[str, str] | None = None) -> str:
-    """The headline metric of ``task`` (:func:`probing.results.headline_metrics`; ``headlines``, e.g. from a
+    """The headline metric of ``task`` (:func:`probing.tasks.headline_metrics`; ``headlines``, e.g. from a
     run's provenance, takes precedence)."""
+    from probing.tasks.registry import headline_metrics  # on first use: the kinds' modules import torch
+
     sub = results[results["task"].astype(str) == task]
     if sub.empty:
         raise InputError(f"task {task!r} not in results; available tasks: {_names(results['task'])}")
@@ -778,9 +781,19 @@ def tag_gains(
     return fig
 
 
-POS_TASKS = ("ptb", "upos", "xpos")  # tasks overview() reads as part of speech, in order of preference
-# a structural probe's headline metric and the Spearman correlation drawn beside it
-STRUCTURAL_PAIRS = {"uuas": "dspr", "root_acc": "nspr"}
+def overview_tasks(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> list[str]:
+    """The overview's panels: the first task (in results order) of each task kind that asks for one
+    (``TaskKind.overview``: tagging, then WSD), in kind registration order. ``kinds``: task -> kind name, as
+    recorded in a run's provenance (else inferred from the tasks' metrics, :func:`probing.tasks.task_kinds`)."""
+    from probing.tasks.registry import TASK_KINDS, task_kinds
+
+    of = task_kinds(results, kinds)
+    first: dict[str, str] = {}
+    for task, kind in of.items():
+        if kind.overview:
+            first.setdefault(kind.name, task)
+    order = {name: i for i, name in enumerate(TASK_KINDS)}
+    return [first[k] for k in sorted(first, key=lambda k: order.get(k, len(order)))]
 
 
 def overview(
@@ -789,24 +802,23 @@ def overview(
     *,
     datasets: Mapping[str, str] | None = None,
     split: str | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Side-by-side layer plots for the README: by default one POS task and one WSD task.
+    """Side-by-side layer plots for the README: by default one POS-tagging task and one WSD task.
 
-    Without ``tasks`` it picks the first of ``ptb``, ``upos``, ``xpos`` and the first task (by name) whose
-    headline metric is F1, i.e. a word-sense task, that are present (at least one must be); named ``tasks``
-    must all be present.
+    Without ``tasks`` it draws :func:`overview_tasks` (at least one must exist); named ``tasks`` must all be
+    present.
     """
     agg = aggregate(results)
     present = list(dict.fromkeys(agg["task"]))
     if tasks is None:
-        pos = next((t for t in POS_TASKS if t in present), None)
-        heads = headline_metrics(agg)
-        wsd = next((t for t in sorted(present) if heads[t] == "f1"), None)
-        tasks = [t for t in (pos, wsd) if t]
+        tasks = overview_tasks(agg, kinds)
         if not tasks:
+            from probing.tasks.registry import TASK_KINDS
+
+            wanted = [k.name for k in TASK_KINDS.values() if k.overview]
             raise InputError(
-                f"overview needs a POS task ({', '.join(POS_TASKS)}) or a WSD task (F1 rows); "
-                f"results have: {', '.join(present) or '(none)'}"
+                f"overview needs a task of kind {' or '.join(wanted)}; results have: {', '.join(present) or '(none)'}"
             )
     missing = [t for t in tasks if t not in present]
     if missing:

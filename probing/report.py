@@ -27,11 +27,10 @@ from probing import figures_beyond as fb
 from probing import figures_claims as claims
 from probing._io import atomic_open
 from probing.errors import InputError
-from probing.figures import aggregate, default_metric, split_layer
+from probing.figures import aggregate, split_layer
 from probing.layers import is_half
 from probing.results import (
     CONCAT_LAYER,
-    METRICS,
     MIX_LAYER,
     layer_sort_key,
     metric,
@@ -190,8 +189,9 @@ def _by_layer(rows: pd.DataFrame, name: str) -> dict[tuple[str, str], Any]:
     return found
 
 
-def summary_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Which layer is best, per task, dataset, split and series (encoder), on the task's headline metric.
+def summary_table(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Which layer is best, per task, dataset, split and series (encoder), on the headline metric of the
+    task's kind (``kinds``: task -> kind name from the run's provenance; else inferred from the metrics).
 
     Columns (display strings): ``task, dataset, split, metric, encoder, best layer, score, 95% CI, vs next,
     selectivity, mix, concat, seeds, baselines``. The best layer is the best *single* layer (the scalar mix
@@ -199,16 +199,21 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
     ``vs next`` is its margin over the runner-up layer with the paired bootstrap CI over sentences (the
     ``best-layer-margin`` rows) and whether that CI excludes zero; ``selectivity`` is the control-task
     selectivity of the best layer; scores of fractions are in percent; ``baselines`` lists every baseline.
+    "Best" follows the headline's ``higher_is_better`` (the lowest value for a lower-is-better headline),
+    as does the order of the baselines.
     """
     agg = aggregate(results)
     if agg.empty:
         raise InputError("results: the table is empty; nothing to summarise")
+    from probing.tasks.registry import task_kinds  # on first use: the kinds' modules import torch
+
     out = []
-    headlines = {m.name for m in METRICS.values() if m.headline_for}
+    of = task_kinds(results, kinds)
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
-        if not set(g["metric"]) & headlines:
+        headline = of[task].headline
+        if headline not in set(g["metric"]):
             continue  # e.g. MDL codelength rows, which are measured on the training split
-        headline = default_metric(g, task)
+        sign = 1.0 if metric(headline).higher_is_better else -1.0
         rows = g[g["metric"] == headline]
         series: dict[str, list] = {}
         baselines = []
@@ -224,7 +229,7 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
         base_txt = (
             "; ".join(
                 f"{lay if names.count(lay) == 1 else f'{lay} ({enc})'} {_pct(headline, v)}"
-                for lay, enc, v in sorted(baselines, key=lambda b: -b[2])
+                for lay, enc, v in sorted(baselines, key=lambda b: -sign * b[2])
             )
             or "—"
         )
@@ -236,7 +241,7 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
             single = [(lay, r) for lay, r in pts if lay not in combined]
             if not single:
                 continue
-            best_layer, best = max(single, key=lambda p: p[1].value)
+            best_layer, best = max(single, key=lambda p: sign * p[1].value)
             m = margin.get((name, best_layer))
             if m is None:
                 vs_next = "—"
@@ -427,7 +432,7 @@ def write_report(
     """
     if not isinstance(provenance, Mapping):
         raise TypeError(f"provenance: expected a dict, got {type(provenance).__name__}")
-    summary = summary_table(results)
+    summary = summary_table(results, provenance.get("kinds"))
     figures = dict(figures or {})
     tables = dict(tables or {})
     for name, t in tables.items():
@@ -500,27 +505,34 @@ def draw_figures(
     mix: pd.DataFrame | None = None,
     per_tag: pd.DataFrame | None = None,
     similarity: pd.DataFrame | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
-    Per task, dataset and split: ``layer_scores_*`` (``syntax_*`` for a structural probe: its headline and
-    its Spearman correlation side by side) and, when control-task accuracy rows exist, ``selectivity_*``
-    (the suffix is the task, plus dataset and split when the task was scored on several); then
-    ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
-    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
-    rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
-    then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
-    both layers; ``overview`` when there is a POS or WSD task; ``similarity_<measure>`` (linear CKA when
-    present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
+        Each task's kind (``kinds``: task -> kind name, from the run's provenance; else inferred from the
+        metrics, :func:`probing.tasks.task_kinds`) decides its figures, never its name. Per task, dataset and
+        split with the kind's headline: ``layer_scores_*`` (``syntax_*`` when the kind draws metrics
+        ``beside`` its headline, e.g. a structural probe's Spearman correlation), then the kind's own
+        ``figures`` hook's figures (``<stem>_*``) and, when control-task accuracy rows exist, ``selectivity_*``
+        (the suffix is the task, plus dataset and split when the task was scored on several); then
+        ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
+        ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
+        rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
+        then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
+        both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.figures.overview_tasks`:
+    tagging and WSD); ``similarity_<measure>`` (linear CKA when
+        present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
     """
     agg = aggregate(results)
     all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
-    headlines = {m.name for m in METRICS.values() if m.headline_for}
+    from probing.tasks.registry import task_kinds
+
+    of = task_kinds(results, kinds)
 
     def metrics_of(task: str, dataset: str, split: str) -> set[str]:
         return set(agg.loc[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split), "metric"])
 
-    keys = [k for k in all_keys if metrics_of(*k) & headlines]
+    keys = [k for k in all_keys if of[k[0]].headline in metrics_of(*k)]
     mdl_keys = [k for k in all_keys if "codelength_kbits" in metrics_of(*k)]
     n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
     n_mdl = {task: sum(k[0] == task for k in mdl_keys) for task, _, _ in mdl_keys}
@@ -532,14 +544,17 @@ def draw_figures(
     for task, dataset, split in keys:
         rows = agg[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split)]
         name = suffix(task, dataset, split)
-        headline = default_metric(rows, task)
-        pair = fg.STRUCTURAL_PAIRS.get(headline)
-        if pair is not None and pair in set(rows["metric"]):
+        kind = of[task]
+        beside = [m for m in kind.beside if m in set(rows["metric"])]
+        if beside:
             out[f"syntax_{name}"] = fg.layer_scores_panels(
-                results, task, [headline, pair], dataset=dataset, split=split
+                results, task, [kind.headline, *beside], dataset=dataset, split=split
             )
         else:
-            out[f"layer_scores_{name}"] = fg.layer_scores(results, task, dataset=dataset, split=split)
+            out[f"layer_scores_{name}"] = fg.layer_scores(results, task, kind.headline, dataset=dataset, split=split)
+        if kind.figures is not None:
+            for stem, fig in kind.figures(results, task, dataset, split).items():
+                out[f"{_slug(stem)}_{name}"] = fig
         if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
             out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
         if any(is_half(str(layer)) for layer in rows["layer"]):
@@ -567,12 +582,12 @@ def draw_figures(
         for (task, dataset, split, encoder), g in groups:
             name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")
             out[f"tag_gains_{name}"] = fg.tag_gains(g, task, encoder=encoder)
-    tasks = set(agg["task"])
-    if tasks & set(fg.POS_TASKS) or any(t.startswith("wsd") for t in tasks):
+    panels = fg.overview_tasks(results, kinds)
+    if panels:
         first: dict[str, str] = {}
         for task, dataset, _ in keys:
             first.setdefault(task, dataset)
-        out["overview"] = fg.overview(results, datasets=first)
+        out["overview"] = fg.overview(results, panels, datasets=first)
     if similarity is not None and len(similarity):
         measures = list(dict.fromkeys(similarity["measure"].astype(str)))
         measure = "linear_cka" if "linear_cka" in measures else measures[0]
@@ -611,6 +626,6 @@ def build_report(
     if embed not in formats:
         raise InputError(f"formats must include png or svg (the report embeds one of them), got {formats}")
     files = {}
-    for name, fig in draw_figures(results, mix, per_tag, similarity).items():
+    for name, fig in draw_figures(results, mix, per_tag, similarity, provenance.get("kinds")).items():
         files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
     return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)

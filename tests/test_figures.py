@@ -356,8 +356,11 @@ def test_overview_has_pos_and_wsd_panels():
     np.testing.assert_allclose(errorbar(fig.axes[1], "ELMo").lines[0].get_ydata(), [69, 68])
     with pytest.raises(ValueError, match=r"task\(s\) \['ptb'\] not in results"):
         F.overview(make_results(), ["upos", "ptb"])
-    with pytest.raises(ValueError, match="needs a POS task"):
-        F.overview(pd.DataFrame([row("ner", "elmo", "0", "accuracy", 0.5)]))
+    # panels by task kind, never by task name: a tagging task called "ner" is one; a structural task is not
+    assert F.overview_tasks(pd.DataFrame([row("ner", "elmo", "0", "accuracy", 0.5)])) == ["ner"]
+    assert F.overview_tasks(make_results(), {"upos": "supersense"}) == ["wsd-1nn"]
+    with pytest.raises(ValueError, match="needs a task of kind tagging or wsd-1nn"):
+        F.overview(pd.DataFrame([row("deps", "elmo", "0", "uuas", 0.5)]))
 
 
 def test_save_writes_png_at_200_dpi_and_svg_atomically(tmp_path):

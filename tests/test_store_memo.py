@@ -116,13 +116,11 @@ def test_a_stale_memo_is_found_by_verify_and_replaced(tmp_path, capsys):
     (memo_file,) = (cache / MEMO_DIR).iterdir()
     memo = json.loads(memo_file.read_text())
     # a memo claiming another fingerprint for these very files (checksum recomputed, so it looks valid)
-    from probing.store.memo import _canonical
+    from probing.identity import canonical, digest
 
     body = {k: v for k, v in memo.items() if k != "sha256"}
     body["fingerprint"] = "0" * 64
-    import hashlib
-
-    memo_file.write_bytes(_canonical({**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()}))
+    memo_file.write_bytes(canonical({**body, "sha256": digest(body)}))
     extract(FakeEncoder(), read_conllu(path), cache_dir=cache, verify=True, **KW)
     assert "was stale" in capsys.readouterr().err
     assert json.loads(memo_file.read_text())["fingerprint"] == read_conllu(path).fingerprint()

@@ -1,9 +1,11 @@
-"""The results schema owns metrics and headlines, and a new task kind is one module plus one registration:
-a toy kind registered here runs from an experiment file through the runner, the summary and the figures
-without any other module knowing it; a WSD task named "senses" keeps its F1 headline."""
+"""A task kind owns everything kind-specific (its metrics and headline, the headline's direction, its
+figures, its code's identity) and is one module plus one registration: toy kinds registered here run from an
+experiment file through the runner, the summary, the CLI and the report without any other module knowing
+them; a WSD task named "senses" keeps its F1 headline."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -12,19 +14,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probing import cli
 from probing import figures as fg
 from probing._toml import ExperimentError
+from probing.errors import InputError
 from probing.experiment import parse_experiment, run_experiment
+from probing.report import summary_table
 from probing.results import (
     METRICS,
     Metric,
-    headline_metric,
-    headline_metrics,
     layer_sort_key,
     make_row,
+    read_results,
     register_metric,
 )
-from probing.tasks import TASK_KINDS, Job, TaskKind, TaskOutput, register_task_kind
+from probing.tasks import (
+    TASK_KINDS,
+    Job,
+    TaskKind,
+    TaskOutput,
+    headline_metric,
+    headline_metrics,
+    register_task_kind,
+)
 
 FIX = Path(__file__).parent / "fixtures"
 N = 12
@@ -48,13 +60,30 @@ def _norms(job: Job) -> TaskOutput:
     return out
 
 
+MEAN_NORM = Metric("mean-norm", "mean L2 norm")
+
+
 @pytest.fixture
-def toy_kind(monkeypatch):
-    metric = Metric("mean-norm", "mean L2 norm", kinds=("toy-norm",), headline_for=("toy-norm",))
-    monkeypatch.setitem(METRICS, metric.name, metric)
-    kind = TaskKind("toy-norm", run=_norms, parse=lambda t: {"scale": t.number("scale", 1.0)})
-    monkeypatch.setitem(TASK_KINDS, kind.name, kind)
-    return kind
+def registries():
+    """Kinds and metrics registered by a test are unregistered after it."""
+    saved_kinds, saved_metrics = dict(TASK_KINDS), dict(METRICS)
+    yield
+    TASK_KINDS.clear()
+    TASK_KINDS.update(saved_kinds)
+    METRICS.clear()
+    METRICS.update(saved_metrics)
+
+
+@pytest.fixture
+def toy_kind(registries):
+    kind = TaskKind(
+        "toy-norm",
+        run=_norms,
+        metrics=(MEAN_NORM,),
+        headline="mean-norm",
+        parse=lambda t: {"scale": t.number("scale", 1.0)},
+    )
+    return register_task_kind(kind)
 
 
 @pytest.fixture
@@ -106,7 +135,21 @@ def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
 
 def test_register_task_kind_refuses_to_shadow_a_kind_silently():
     with pytest.raises(ValueError, match="'tagging' is already registered"):
-        register_task_kind(replace(TASK_KINDS["tagging"], summary="another"))
+        register_task_kind(replace(TASK_KINDS["tagging"], allows_dev=False))
+
+
+def test_a_kind_without_exactly_one_headline_among_its_metrics_is_refused_when_made():
+    # at once, not after every job ran: the kind cannot even be constructed
+    with pytest.raises(InputError, match=r"'toy' needs exactly one headline among its metrics \['mean-norm'\]"):
+        TaskKind("toy", run=_norms, metrics=(MEAN_NORM,), headline="")
+    with pytest.raises(InputError, match="exactly one headline"):
+        TaskKind("toy", run=_norms, metrics=(MEAN_NORM,), headline="accuracy")
+    with pytest.raises(InputError, match="listed twice"):
+        TaskKind("toy", run=_norms, metrics=(MEAN_NORM, MEAN_NORM), headline="mean-norm")
+    with pytest.raises(InputError, match=r"beside names metrics it does not emit: \['dspr'\]"):
+        TaskKind("toy", run=_norms, metrics=(MEAN_NORM,), headline="mean-norm", beside=("dspr",))
+    with pytest.raises(TypeError):
+        TaskKind("toy", run=_norms)  # type: ignore[call-arg]  # metrics and headline are required
 
 
 def test_a_wsd_task_named_senses_keeps_its_f1_headline(folder):
@@ -141,6 +184,7 @@ def test_a_wsd_task_named_senses_keeps_its_f1_headline(folder):
 
 def test_headline_per_kind_and_layer_order():
     assert headline_metric("wsd-1nn") == "f1" and headline_metric("tagging") == "accuracy"
+    assert headline_metric("structural-depth") == "root_acc"
     results = pd.DataFrame({"task": ["a", "a", "b"], "metric": ["control-accuracy", "accuracy", "selectivity"]})
     with pytest.raises(ValueError, match="task 'b' has no headline metric"):
         headline_metrics(results)
@@ -186,3 +230,102 @@ def test_margin_rows_compare_the_best_single_layer_with_the_next_paired_by_item(
     tie = {"0": per_layer["1"], "1": per_layer["1"]}
     assert margin_rows("t", "e", tie, 0, 50)[0]["layer"] == "0"  # ties go to the earlier layer, margin 0
     assert margin_rows("t", "e", {"glove": per_layer["0"]}, 0, 50) == []  # one layer: nothing to compare
+
+
+# ---------------------------------------------------------------- a lower-is-better kind from outside
+
+
+DISTANCE = Metric("centroid-distance", "mean distance to the layer's centroid", higher_is_better=False)
+
+
+def _distances(job: Job) -> TaskOutput:
+    """Lower is better: each layer's mean Euclidean distance of its test vectors to their centroid."""
+    out = TaskOutput()
+    for part in job.tests:
+        for layer in part.store.layer_names:
+            x = part.store.layer(layer, dtype=np.float64)
+            value = np.linalg.norm(x - x.mean(axis=0), axis=1).mean()
+            out.rows.append(make_row(job.task, part.dataset, part.split, job.encoder, layer, DISTANCE.name, value))
+    return out
+
+
+def _distances_halved(job: Job) -> TaskOutput:
+    """The same kind after an edit of its code: half the distances."""
+    out = _distances(job)
+    for row in out.rows:
+        row["value"] /= 2
+        row["ci_low"] /= 2
+        row["ci_high"] /= 2
+    return out
+
+
+def _spread_figure(results: pd.DataFrame, task: str, dataset: str, split: str):
+    """The kind's own figure: a bar per layer."""
+    from matplotlib.figure import Figure
+
+    rows = results[(results["task"] == task) & (results["dataset"] == dataset) & (results["split"] == split)]
+    fig = Figure()
+    fig.subplots().bar(rows["layer"].astype(str), rows["value"])
+    return {"spread": fig}
+
+
+def _spread_kind(run) -> TaskKind:
+    return TaskKind("toy-spread", run=run, metrics=(DISTANCE,), headline=DISTANCE.name, figures=_spread_figure)
+
+
+def test_a_lower_is_better_kind_from_outside_runs_through_the_cli_and_the_report(registries, folder, capsys):
+    register_task_kind(_spread_kind(_distances))
+    toml = folder / "spread.toml"
+    toml.write_text(
+        f"""
+        [experiment]
+        max_sentences = {N}
+        {ENCODER}
+        [[tasks]]
+        name = "spread"
+        kind = "toy-spread"
+        train = "demo-ud:train"
+        test = ["demo-ud:test"]
+        """
+    )
+    out = folder / "out"
+    assert cli.main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    results = read_results(out)
+    values = results.set_index("layer")["value"]
+    lowest = str(values.idxmin())
+    assert values[lowest] < values.drop(lowest).min()  # one clear lowest layer
+    # the best layer is the LOWEST value, and it is shown as a plain number, not a percentage
+    (row,) = summary_table(results, {"spread": "toy-spread"}).to_dict("records")
+    assert (row["metric"], row["best layer"], row["score"]) == (DISTANCE.name, lowest, f"{values[lowest]:.4g}")
+    assert cli.main(["report", str(out)]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    # the kind's own figure (its hook) and the layer figure are in the report; no overview (not asked for)
+    assert 'alt="spread_spread"' in html and 'alt="layer_scores_spread"' in html
+    assert 'alt="overview"' not in html
+    assert (out / "figures" / "spread_spread.png").is_file()
+
+    # the same kind again is served from the job cache; an edit of its run function is not
+    assert cli.main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "results.json").read_text())["provenance"]["cached_jobs"] == ["spread/elmo"]
+    register_task_kind(_spread_kind(_distances_halved), replace=True)
+    assert cli.main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "results.json").read_text())["provenance"]["cached_jobs"] == []
+    np.testing.assert_allclose(read_results(out).set_index("layer")["value"], values / 2, rtol=1e-12)
+    capsys.readouterr()
+
+
+def test_margins_and_best_layers_follow_a_lower_is_better_headline():
+    from probing.tasks.common import Part, margin_rows
+
+    part = Part("d", "test", store=None)
+    groups = np.array(["s1", "s1", "s2", "s2"])
+    per_layer = {
+        "0": [(part, np.array([3.0, 3.0, 2.0, 2.0]), groups)],  # mean 2.5: the worst
+        "1": [(part, np.array([1.0, 1.0, 2.0, 0.0]), groups)],  # mean 1.0: the best when lower is better
+        "2": [(part, np.array([2.0, 1.0, 2.0, 1.0]), groups)],  # mean 1.5: next
+    }
+    (row,) = margin_rows("t", "e", per_layer, seed=0, n_boot=100, higher_is_better=False)
+    # the improvement of layer 1 over layer 2, item by item: (1, 0, 0, 1) -> mean 0.5, positive = better
+    assert (row["layer"], row["value"]) == ("1", pytest.approx(0.5))
+    (up,) = margin_rows("t", "e", per_layer, seed=0, n_boot=100)
+    assert (up["layer"], up["value"]) == ("0", pytest.approx(1.0))  # higher is better: layer 0 over layer 2

@@ -142,17 +142,18 @@ def reader_version(module_file: str, *dists: str) -> str:
     the versions of the libraries ``dists`` it parses with; it changes whenever the reader's output can."""
     import importlib.metadata
 
-    from probing._io import source_digest
+    from probing.identity import digest, file_digest
 
     here = Path(__file__).parent
     names = sorted({Path(module_file).name, "base.py", "_files.py"})
+    code = digest([[name, file_digest(here / name)] for name in names])
     libs = []
     for dist in dists:
         try:
             libs.append(f"{dist}={importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             libs.append(f"{dist}=?")
-    return f"{Path(module_file).stem}:{source_digest(here, names)[:16]}:{','.join(libs)}"
+    return f"{Path(module_file).stem}:{code[:16]}:{','.join(libs)}"
 
 
 def _fingerprint_record(s: Sentence) -> bytes:

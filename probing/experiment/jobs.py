@@ -1,16 +1,16 @@
 """Finished probe jobs, kept in the cache so that an interrupted run resumes and a repeated run only
 reassembles its tables.
 
-A job is one (task, encoder) pair; its key hashes everything it read: the stores' keys, the task's
-resolved specification, the probe settings, the WordNet inventory's fingerprint (for kinds that use one),
-the toolkit version and the source of the probe and task code. Each file records the sha256 of its
+A job is one (task, encoder) pair; its key (:func:`probing.identity.digest`) hashes everything it read: the
+stores' keys, the task's resolved specification, the probe settings, the WordNet inventory's fingerprint
+(for kinds that use one), the toolkit version, the code identity of ``probing.probes`` and
+``probing.tasks`` and that of the kind's own ``run`` and ``parse`` (for a kind registered from outside the
+package, its module). Each file records the sha256 of its
 payload, so a truncated, emptied or hand-edited file is recomputed (with a warning), never served.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
 import warnings
@@ -18,25 +18,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from probing._io import atomic_open, source_digest
+from probing._io import atomic_open
 from probing.errors import InputError
-from probing.tasks import TaskOutput
+from probing.identity import code_identity, digest, function_identity
+from probing.tasks import TaskKind, TaskOutput
 
 JOBS_DIR = "jobs"
 _FORMAT = 2
+JOB_VERSION = 1  # bump when a job's output changes for a reason its code does not show
 
 
-@functools.cache
 def probe_code_digest() -> str:
-    """sha256 over the source of ``probing.probes`` and ``probing.tasks``: a cached job result is reused only
-    by the code that computed it."""
-    root = Path(__file__).parent.parent
-    files = sorted([*(root / "probes").glob("*.py"), *(root / "tasks").glob("*.py")])
-    return source_digest(root, [f"{f.parent.name}/{f.name}" for f in files])
+    """The code identity of ``probing.probes`` and ``probing.tasks``: a cached job result is reused only by
+    the code that computed it."""
+    return code_identity(JOB_VERSION, ["probing.probes", "probing.tasks"])
 
 
-def _digest(payload: Any) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+def kind_identity(kind: TaskKind) -> str:
+    """The code identity of a task kind's own functions (its ``run`` and ``parse``)."""
+    return digest([function_identity(kind.run), function_identity(kind.parse)])
 
 
 class JobCache:
@@ -49,8 +49,7 @@ class JobCache:
         """The job key of ``inputs`` (JSON-able: stores, task, settings, inventory, ...), plus the code."""
         import probing
 
-        payload = {"version": probing.__version__, "code": probe_code_digest(), **inputs}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        return digest({"version": probing.__version__, "code": probe_code_digest(), **inputs})
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -64,7 +63,7 @@ class JobCache:
             with open(path, encoding="utf-8") as f:
                 record = json.load(f)
             output = record["output"]
-            if record.get("format") != _FORMAT or record.get("sha256") != _digest(output):
+            if record.get("format") != _FORMAT or record.get("sha256") != digest(output):
                 raise InputError("its checksum does not match its content")
             return TaskOutput(**output)
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -76,5 +75,5 @@ class JobCache:
         payload = output.__dict__
         path = self.path(key)
         with atomic_open(path, "w", encoding="utf-8") as f:
-            json.dump({"format": _FORMAT, "sha256": _digest(payload), "output": payload}, f)
+            json.dump({"format": _FORMAT, "sha256": digest(payload), "output": payload}, f)
         return path

@@ -24,7 +24,7 @@ import pandas as pd
 
 from probing._toml import ExperimentError
 from probing.encoders import Encoder
-from probing.experiment.jobs import JOBS_DIR, JobCache
+from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.protocols import StoreLike
 from probing.results import (
@@ -33,8 +33,6 @@ from probing.results import (
     RESULT_COLUMNS,
     SIMILARITY_COLUMNS,
     SIMILARITY_NAME,
-    headline_metric,
-    headline_metrics,
     metric,
     sort_layers,
     write_results,
@@ -42,7 +40,7 @@ from probing.results import (
 )
 from probing.results import provenance as run_provenance
 from probing.store.reader import Store
-from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
+from probing.tasks import TASK_KINDS, Job, Part, TaskOutput, headline_metrics
 
 
 @dataclass
@@ -278,6 +276,7 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
         "stores": [p.store.key for p in parts],
         "settings": exp.probe.for_encoder(enc).to_dict(),
         "wordnet": None if inventory is None else inventory.fingerprint(),
+        "kind_code": kind_identity(TASK_KINDS[task.kind]),
     }
 
 
@@ -511,7 +510,8 @@ def _run_experiment(
         stores=run.store_info,
         probe=exp.probe.to_dict(),
         seeds=list(exp.probe.seeds),
-        headlines={t.name: headline_metric(t.kind) for t in exp.tasks},
+        headlines={t.name: TASK_KINDS[t.kind].headline for t in exp.tasks},
+        kinds={t.name: t.kind for t in exp.tasks},
         wordnet={name: inv.provenance() | {"fingerprint": inv.fingerprint()} for name, inv in inventories.items()},
         probes=total.probes,
         skipped=run.skipped,

@@ -1,5 +1,5 @@
-"""The results schema and its files: see :mod:`probing.results.schema` (columns, metrics, layer order,
-headline metric per task kind) and :mod:`probing.results.tables` (read, write, validate)."""
+"""The results schema and its files: see :mod:`probing.results.schema` (columns, the metric registry, layer
+order) and :mod:`probing.results.tables` (read, write, validate)."""
 
 from probing.results.schema import (
     BASELINE_ENCODER,
@@ -14,8 +14,6 @@ from probing.results.schema import (
     SIMILARITY_COLUMNS,
     SIMILARITY_NAME,
     Metric,
-    headline_metric,
-    headline_metrics,
     layer_sort_key,
     metric,
     register_metric,
@@ -49,8 +47,6 @@ __all__ = [
     "Metric",
     "ResultsFormatError",
     "ResultsTable",
-    "headline_metric",
-    "headline_metrics",
     "layer_sort_key",
     "make_row",
     "metric",

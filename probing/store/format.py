@@ -37,6 +37,7 @@ from probing import paths
 from probing._io import human_size, open_nofollow
 from probing.corpora.base import TOKEN_COLUMNS as CORPUS_COLUMNS
 from probing.errors import InputError, ProbingError
+from probing.identity import digest
 
 FORMAT_VERSION = 1
 DTYPE = np.dtype("<f2")
@@ -133,7 +134,7 @@ def store_key(encoder_fingerprint: str, corpus_fingerprint: str, shard: tuple[in
     }
     if shard is not None:
         parts["shard"] = [int(shard[0]), int(shard[1])]
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return digest(parts)
 
 
 def layer_file(index: int) -> str:

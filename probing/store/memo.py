@@ -14,7 +14,6 @@ on a coarse clock), so a file written just before its first extraction is memois
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import sys
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from probing._io import atomic_open
+from probing.identity import canonical, digest
 
 MEMO_DIR = "corpus-memo"
 MEMO_VERSION = 1
@@ -41,11 +41,7 @@ class CorpusState:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(_canonical(self.ident)).hexdigest()[:32]
-
-
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return digest(self.ident)[:32]
 
 
 def _stat(path: Path) -> list[Any]:
@@ -87,7 +83,7 @@ def recall(root: Path, state: CorpusState) -> tuple[str, np.ndarray] | None:
         with open(memo_file(root, state), "rb") as f:
             memo = json.loads(f.read())
         body = {k: v for k, v in memo.items() if k != "sha256"}
-        if memo.get("sha256") != hashlib.sha256(_canonical(body)).hexdigest():
+        if memo.get("sha256") != digest(body):
             return None
         if body["ident"] != state.ident or body["files"] != state.files:
             return None
@@ -125,11 +121,11 @@ def remember(root: Path, state: CorpusState, fingerprint: str, lengths: np.ndarr
         "n_sentences": int(len(lengths)),
         "lengths": [int(n) for n in lengths],
     }
-    memo = {**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()}
+    memo = {**body, "sha256": digest(body)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_open(path, "wb") as f:
-            f.write(_canonical(memo))
+            f.write(canonical(memo))
     except PermissionError:
         return
     except OSError as e:

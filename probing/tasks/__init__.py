@@ -1,20 +1,64 @@
 """Probing tasks that read activations from stores (never models): POS and supersense tagging probes with
 control tasks and baselines, 1-NN word-sense disambiguation with its baselines, and structural (syntax tree)
-probes with their control task and position baseline. Each kind is a
-:class:`TaskKind` in :data:`TASK_KINDS`."""
+probes with their control task and position baseline. Each kind is a :class:`TaskKind` in
+:data:`TASK_KINDS`; :mod:`probing.tasks.metrics` defines the built-in kinds' metrics.
 
-from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput
-from probing.tasks.registry import TASK_KINDS, register_task_kind, task_kind
-from probing.tasks.structural import STRUCTURAL_BASELINES, structural_baselines, structural_probes
-from probing.tasks.tagging import (
-    LABEL_COLUMNS,
-    TAGGING_BASELINES,
-    column_labels,
-    supersense_labels,
-    tagging_baselines,
-    tagging_probes,
-)
-from probing.tasks.wsd import WSD_BASELINES, wsd_1nn, wsd_baselines
+Names resolve on first use (PEP 562), so the figures and the report can read the metrics without importing
+the probe code (and torch).
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput
+    from probing.tasks.registry import (
+        TASK_KINDS,
+        headline_metric,
+        headline_metrics,
+        register_task_kind,
+        task_kind,
+        task_kinds,
+    )
+    from probing.tasks.structural import STRUCTURAL_BASELINES, structural_baselines, structural_probes
+    from probing.tasks.tagging import (
+        LABEL_COLUMNS,
+        TAGGING_BASELINES,
+        column_labels,
+        supersense_labels,
+        tagging_baselines,
+        tagging_probes,
+    )
+    from probing.tasks.wsd import WSD_BASELINES, wsd_1nn, wsd_baselines
+
+_HOMES = {
+    **dict.fromkeys(["Job", "Part", "ProbeSettings", "TaskError", "TaskKind", "TaskOutput"], "common"),
+    **dict.fromkeys(
+        ["TASK_KINDS", "headline_metric", "headline_metrics", "register_task_kind", "task_kind", "task_kinds"],
+        "registry",
+    ),
+    **dict.fromkeys(["STRUCTURAL_BASELINES", "structural_baselines", "structural_probes"], "structural"),
+    **dict.fromkeys(
+        [
+            "LABEL_COLUMNS",
+            "TAGGING_BASELINES",
+            "column_labels",
+            "supersense_labels",
+            "tagging_baselines",
+            "tagging_probes",
+        ],
+        "tagging",
+    ),
+    **dict.fromkeys(["WSD_BASELINES", "wsd_1nn", "wsd_baselines"], "wsd"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"probing.tasks.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -29,6 +73,8 @@ __all__ = [
     "TaskKind",
     "TaskOutput",
     "column_labels",
+    "headline_metric",
+    "headline_metrics",
     "register_task_kind",
     "structural_baselines",
     "structural_probes",
@@ -36,6 +82,7 @@ __all__ = [
     "tagging_baselines",
     "tagging_probes",
     "task_kind",
+    "task_kinds",
     "wsd_1nn",
     "wsd_baselines",
 ]

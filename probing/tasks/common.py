@@ -14,9 +14,11 @@ import pandas as pd
 from probing.errors import InputError, ProbingError
 from probing.probes.stats import bootstrap_ci
 from probing.protocols import StoreLike
-from probing.results import make_row
+from probing.results import Metric, make_row
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from probing._toml import Table
     from probing.wordnet import SenseInventory
 
@@ -145,26 +147,55 @@ class Job:
     progress: Callable[[str], None] = lambda _msg: None
 
 
+FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
+
+
 @dataclass(frozen=True)
 class TaskKind:
-    """A kind of task (``kind = "..."`` in an experiment's ``[[tasks]]`` table): how to read its own
-    options and how to run one job.
+    """A kind of task (``kind = "..."`` in an experiment's ``[[tasks]]`` table): everything kind-specific.
 
-    ``parse`` reads the kind's own keys from its checked TOML table and returns them as options (plain
-    values: they are part of the job's cache key); ``run`` turns a :class:`Job` into rows. ``baselines``
-    are the baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key
-    and resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for
-    kinds with no hyperparameter to choose. The kind's headline metric is registered in
-    :mod:`probing.results.schema`.
+    ``run`` turns a :class:`Job` into rows; ``parse`` reads the kind's own keys from its checked TOML table
+    and returns them as options (plain values: they are part of the job's cache key). ``metrics`` are the
+    metrics the kind emits (registered with the kind) and ``headline`` names the one among them that the
+    summary, the best layer, the report and the figures use; its ``higher_is_better`` decides which layer is
+    best. ``beside``: metrics drawn beside the headline in the kind's layer figure (e.g. a structural
+    probe's Spearman correlation); ``overview``: the kind's first task is a panel of the report's overview
+    figure; ``figures(results, task, dataset, split) -> {stem: Figure}``: the kind's own figures, which the
+    report draws after the layer figure of each of its (task, dataset, split) groups. ``baselines`` are the
+    baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key and
+    resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for kinds with
+    no hyperparameter to choose. A kind without exactly one headline among its metrics is refused when it is
+    made.
     """
 
     name: str
     run: Callable[[Job], TaskOutput]
+    metrics: tuple[Metric, ...]
+    headline: str
     parse: Callable[[Table], dict[str, Any]] = lambda _table: {}
     baselines: tuple[str, ...] = ()
     uses_wordnet: bool = False
     allows_dev: bool = True
-    summary: str = ""
+    beside: tuple[str, ...] = ()
+    overview: bool = False
+    figures: FigureHook | None = None
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.metrics]
+        if len(set(names)) != len(names):
+            raise InputError(f"task kind {self.name!r}: metrics listed twice: {sorted(names)}")
+        if names.count(self.headline) != 1:
+            raise InputError(
+                f"task kind {self.name!r} needs exactly one headline among its metrics {names}, "
+                f"got headline {self.headline!r}"
+            )
+        unknown = [b for b in self.beside if b not in names]
+        if unknown:
+            raise InputError(f"task kind {self.name!r}: beside names metrics it does not emit: {unknown}")
+
+    @property
+    def headline_metric(self) -> Metric:
+        return next(m for m in self.metrics if m.name == self.headline)
 
 
 def fraction_row(
@@ -215,10 +246,12 @@ def margin_rows(
     per_layer: Mapping[str, Sequence[tuple[Part, np.ndarray, np.ndarray]]],
     seed: int,
     n_boot: int,
+    higher_is_better: bool = True,
 ) -> list[dict]:
     """For each test part, the best single layer's margin over the next best (metric ``best-layer-margin``,
-    layer = the best layer): the mean of the paired per-item score differences, with a cluster-bootstrap CI
-    over sentences. A CI above zero says the best layer is significantly better than the runner-up.
+    layer = the best layer): the mean of the paired per-item improvements (best minus next; next minus best
+    when lower scores are better), with a cluster-bootstrap CI over sentences. A CI above zero says the best
+    layer is significantly better than the runner-up.
 
     ``per_layer`` maps each single layer to ``(part, per-item scores, sentence ids)`` per test part, in the
     same order for every layer. Ties go to the earlier layer."""
@@ -227,10 +260,12 @@ def margin_rows(
         return []
     rows = []
     for i in range(len(per_layer[names[0]])):
-        means = [(float(np.mean(per_layer[n][i][1])), -k, n) for k, n in enumerate(names)]
+        sign = 1.0 if higher_is_better else -1.0
+        means = [(sign * float(np.mean(per_layer[n][i][1])), -k, n) for k, n in enumerate(names)]
         (_, _, best), (_, _, nxt) = sorted(means, reverse=True)[:2]
         part, best_scores, groups = per_layer[best][i]
         diff = np.asarray(best_scores, dtype=np.float64) - np.asarray(per_layer[nxt][i][1], dtype=np.float64)
+        diff = diff if higher_is_better else -diff
         rows.append(fraction_row(task, part, encoder, best, "best-layer-margin", diff, groups, seed, n_boot))
     return rows
 

@@ -1,29 +1,39 @@
 """The task kinds an experiment file can name: ``kind = "..."`` in a ``[[tasks]]`` table.
 
-A new kind is one module that defines a :class:`~probing.tasks.common.TaskKind` (its option parser and its
-job runner, plus its metrics registered in :mod:`probing.results.schema`) and one line in
-:data:`TASK_KINDS` below (or a call to :func:`register_task_kind` from outside the package).
+A new kind is one module that defines a :class:`~probing.tasks.common.TaskKind` (its option parser, its job
+runner, its metrics and headline, its figures) and one line in the tuple below (or a call to
+:func:`register_task_kind` from outside the package). Registering a kind registers its metrics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import pandas as pd
+
 from probing.errors import InputError
+from probing.results import register_metric
 from probing.tasks.common import TaskKind
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
 from probing.tasks.tagging import SUPERSENSE, TAGGING
 from probing.tasks.wsd import WSD_1NN
 
-TASK_KINDS: dict[str, TaskKind] = {
-    kind.name: kind for kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH)
-}
+TASK_KINDS: dict[str, TaskKind] = {}
 
 
 def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:
-    """Make ``kind`` available to experiment files; an existing name needs ``replace=True``."""
+    """Make ``kind`` (and its metrics) available to experiment files; an existing name needs ``replace=True``.
+    A metric registered differently by another kind is refused (:func:`probing.results.register_metric`)."""
     if kind.name in TASK_KINDS and not replace and TASK_KINDS[kind.name] is not kind:
         raise InputError(f"task kind {kind.name!r} is already registered (pass replace=True to override it)")
+    for m in kind.metrics:
+        register_metric(m)
     TASK_KINDS[kind.name] = kind
     return kind
+
+
+for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH):
+    register_task_kind(_kind)
 
 
 def task_kind(name: str) -> TaskKind:
@@ -32,3 +42,47 @@ def task_kind(name: str) -> TaskKind:
         return TASK_KINDS[name]
     except KeyError:
         raise KeyError(f"unknown task kind {name!r}; known: {', '.join(TASK_KINDS)}") from None
+
+
+def headline_metric(kind: str) -> str:
+    """The headline metric of task kind ``kind`` (e.g. ``"f1"`` for ``wsd-1nn``)."""
+    return task_kind(kind).headline
+
+
+def task_kinds(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> dict[str, TaskKind]:
+    """The kind of every task in ``results``.
+
+    ``kinds`` (task -> kind name, as recorded in a run's provenance) wins; a task it does not name (a results
+    table without provenance) gets the first registered kind whose headline is among its metrics (so a WSD
+    task named "senses" is a ``wsd-1nn`` task: its name plays no part). InputError when none fits.
+    """
+    kinds = dict(kinds or {})
+    out: dict[str, TaskKind] = {}
+    for task, metrics in results.groupby("task", sort=False)["metric"]:
+        present = set(metrics.astype(str))
+        given = TASK_KINDS.get(kinds.get(str(task), ""))
+        if given is not None and given.headline in present:
+            out[str(task)] = given
+            continue
+        found = next((k for k in TASK_KINDS.values() if k.headline in present), None)
+        if found is None:
+            raise InputError(
+                f"task {task!r} has no headline metric: its metrics are {sorted(present)}, headline metrics "
+                f"are {list(dict.fromkeys(k.headline for k in TASK_KINDS.values()))}"
+            )
+        out[str(task)] = found
+    return out
+
+
+def headline_metrics(results: pd.DataFrame, headlines: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headline metric of every task in ``results``: ``headlines`` (task -> metric, as recorded in a
+    run's provenance) where it names a metric the task has, else its kind's (:func:`task_kinds`)."""
+    headlines = dict(headlines or {})
+    out = {}
+    for task, metrics in results.groupby("task", sort=False)["metric"]:
+        given = headlines.get(str(task))
+        if given is not None and given in set(metrics.astype(str)):
+            out[str(task)] = given
+    rest = results[~results["task"].astype(str).isin(list(out))]
+    out.update({task: kind.headline for task, kind in task_kinds(rest).items()})
+    return {str(t): out[str(t)] for t in dict.fromkeys(results["task"].astype(str))}

@@ -38,6 +38,7 @@ from probing.probes.structural import (
 )
 from probing.results import BASELINE_ENCODER, make_row
 from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput, check_layers, fraction_row
+from probing.tasks.metrics import DEPTH_METRICS, DISTANCE_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
@@ -255,14 +256,18 @@ def _parse(t: Table) -> dict[str, Any]:
 STRUCTURAL_DISTANCE = TaskKind(
     "structural-distance",
     run=lambda job: _run(job, "structural-distance"),
+    metrics=DISTANCE_METRICS,
+    headline="uuas",
     parse=_parse,
     baselines=STRUCTURAL_BASELINES,
-    summary="Hewitt & Manning's distance probe per layer: UUAS and DSpr. of the dependency tree",
+    beside=("dspr",),
 )
 STRUCTURAL_DEPTH = TaskKind(
     "structural-depth",
     run=lambda job: _run(job, "structural-depth"),
+    metrics=DEPTH_METRICS,
+    headline="root_acc",
     parse=_parse,
     baselines=STRUCTURAL_BASELINES,
-    summary="Hewitt & Manning's depth probe per layer: Root% and NSpr. of the dependency tree",
+    beside=("nspr",),
 )

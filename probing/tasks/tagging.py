@@ -52,6 +52,7 @@ from probing.tasks.common import (
     quiet_fit,
     sentence_groups,
 )
+from probing.tasks.metrics import TAGGING_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
@@ -692,15 +693,17 @@ TAGGING = TaskKind(
     "tagging",
     run=lambda job: _run(job, label_function(job.options["label"])),
     parse=_parse_label,
+    metrics=TAGGING_METRICS,
+    headline="accuracy",
     baselines=TAGGING_BASELINES,
-    summary="a linear probe per layer predicts a token-table column or one FEATS feature (label = upos, deprel, "
-    "feats:Number, ...)",
+    overview=True,
 )
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),
     parse=_parse_options,
+    metrics=TAGGING_METRICS,
+    headline="accuracy",
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
-    summary="a linear probe per layer predicts the WordNet supersense of each sense-annotated token",
 )

@@ -26,6 +26,7 @@ from probing.tasks.common import (
     fraction_row,
     margin_rows,
 )
+from probing.tasks.metrics import WSD_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
@@ -190,9 +191,11 @@ def _parse(t: Table) -> dict[str, str]:
 WSD_1NN = TaskKind(
     "wsd-1nn",
     run=_run,
+    metrics=WSD_METRICS,
+    headline="f1",
     parse=_parse,
     baselines=WSD_BASELINES,
     uses_wordnet=True,
     allows_dev=False,
-    summary="Peters et al.'s 1-NN sense centroids per layer, F1 as Raganato et al.'s scorer",
+    overview=True,
 )

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probing._io import atomic_open, atomic_path
+from probing._io import atomic_open, atomic_path, sha256_file
 from probing.errors import InputError, ProbingError
+from probing.identity import code_identity, digest
 from probing.paths import cache_dir
 from probing.views.neighbors import _layer_index, _store_layer_names
 from probing.views.senses import LemmaSelection, first_sense, lemma_rows, sense_separation
@@ -37,7 +38,7 @@ from probing.views.umap import OKABE_ITO, OTHER_COLOUR, TOL_MUTED, embed_2d, str
 
 Gloss = Callable[[str], str]
 COLOUR_BY = ("sense", "pos", "form", "corpus")
-PROJECTION_VERSION = 1  # bump when embed_2d's output changes, so cached projections are not reused
+PROJECTION_VERSION = 2  # bump when embed_2d's output changes for a reason its code does not show
 GLOVE_PANEL = "GloVe"
 
 
@@ -105,8 +106,17 @@ def _select(
     return all_rows[first], all_sets[first], chosen
 
 
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+def projection_identity() -> dict[str, str]:
+    """What computes a projection: :data:`PROJECTION_VERSION` and the code of ``probing.views.umap``
+    (:func:`probing.identity.code_identity`), and the installed umap-learn (whose layouts change between
+    releases)."""
+    import importlib.metadata
+
+    try:
+        umap_version = importlib.metadata.version("umap-learn")
+    except importlib.metadata.PackageNotFoundError:
+        umap_version = "absent"
+    return {"code": code_identity(PROJECTION_VERSION, ["probing.views.umap"]), "umap-learn": umap_version}
 
 
 def _rows_digest(parts: Sequence[tuple[str, np.ndarray]]) -> list[tuple[str, str]]:
@@ -119,25 +129,31 @@ def cached_projection(
     """``embed_2d(x)`` -> ``((n, 2) float64, method used)``, cached by ``key`` and the settings.
 
     ``key`` names the vectors (store keys and row digests, layer); the settings and
-    :data:`PROJECTION_VERSION` are added. Files: ``cache_dir()/projections/<sha256>.npy`` (written
-    atomically, read without pickle); a file of the wrong shape is recomputed.
+    :func:`projection_identity` are added (:func:`probing.identity.digest`). Files:
+    ``cache_dir()/projections/<sha256>.npy`` (written atomically, read without pickle) and ``.json`` beside
+    it, which records the ``.npy`` file's sha256: a file that fails it, or has the wrong shape, is
+    recomputed.
     """
-    full = {**key, "method": method, "seed": seed, "n": len(x), "version": PROJECTION_VERSION}
-    digest = _digest(full)
-    path = cache_dir() / "projections" / f"{digest}.npy"
+    full = {**key, "method": method, "seed": seed, "n": len(x), "identity": projection_identity()}
+    path = cache_dir() / "projections" / f"{digest(full)}.npy"
     meta = path.with_suffix(".json")
     if cache and path.is_file() and meta.is_file():
-        coords = np.load(path, allow_pickle=False)
-        used = json.loads(meta.read_text(encoding="utf-8")).get("used")
-        if coords.shape == (len(x), 2) and used in ("umap", "pca"):
-            return coords, used
+        try:
+            record = json.loads(meta.read_text(encoding="utf-8"))
+            if record.get("sha256") == sha256_file(path):
+                coords = np.load(path, allow_pickle=False)
+                used = record.get("used")
+                if coords.shape == (len(x), 2) and used in ("umap", "pca"):
+                    return coords, used
+        except (OSError, ValueError):
+            pass  # unreadable: recomputed below
     coords, used = embed_2d(x, method=method, seed=seed)
     if cache:
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as f:
                 np.save(f, coords, allow_pickle=False)
         with atomic_open(meta, "w", encoding="utf-8") as f:
-            json.dump({**full, "used": used}, f)
+            json.dump({**full, "used": used, "sha256": sha256_file(path)}, f)
     return coords, used
 
 
