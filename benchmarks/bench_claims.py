@@ -18,9 +18,9 @@ import time
 
 import torch
 
-from probing.claims import context_dependence
 from probing.experiment import parse_experiment, run_experiment
 from probing.tasks.tagging import default_vocabularies, vocabulary_splits
+from probing.views.context import context_dependence
 
 TOML = """
 [experiment]

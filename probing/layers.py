@@ -19,6 +19,19 @@ from collections.abc import Sequence
 from probing.errors import InputError
 
 DIRECTIONS = {"f": "forward", "b": "backward"}
+# how to read a probe on one half (the report and notebook 07 show it beside the directions figure)
+DIRECTIONS_NOTE = """\
+ELMo is two language models, not one: a forward LSTM that reads the sentence left to right and a backward
+LSTM that reads it right to left, trained separately and concatenated only at the output. Layer "1f" is
+the forward half of layer 1 (the word and its LEFT context), "1b" the backward half (the word and its
+RIGHT context), "1" both. No unit ever sees both sides at once: that is what "shallowly bidirectional"
+means. A probe on one half shows how much of a property one side of the context decides. For part of
+speech the left neighbour often decides ("the ___" is a noun or adjective, "to ___" a verb) and the right
+one too ("___ of" is a noun), so each half alone is already good and the concatenation gains only what
+the two sides add together; a large gap between the halves says the property is mostly decided on one
+side, and a gain of "both" over the better half is what the shallow concatenation buys. Compare each half
+with layer 0 (no context) to see what one side of the context adds at all."""
+
 _HALF = re.compile(r"^(\d+)([fb])$")
 _NUMBERED = re.compile(r"^\d+$")
 

@@ -23,8 +23,6 @@ from matplotlib.figure import Figure
 
 import probing
 from probing import figures as fg
-from probing import figures_beyond as fb
-from probing import figures_claims as claims
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.figures import aggregate, split_layer
@@ -558,18 +556,16 @@ def draw_figures(
         if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
             out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
         if any(is_half(str(layer)) for layer in rows["layer"]):
-            out[f"directions_{name}"] = claims.directions(results, task, dataset=dataset, split=split)
+            out[f"directions_{name}"] = fg.directions(results, task, dataset=dataset, split=split)
         for vocabulary in ("glove", "train"):
             if f"accuracy-oov-{vocabulary}" in set(rows["metric"]):
-                out[f"oov_{vocabulary}_{name}"] = claims.oov_split(
-                    results, task, vocabulary, dataset=dataset, split=split
-                )
+                out[f"oov_{vocabulary}_{name}"] = fg.oov_split(results, task, vocabulary, dataset=dataset, split=split)
     for task, dataset, split in mdl_keys:
         rows = results[(results["task"] == task) & (results["dataset"] == dataset) & (results["split"] == split)]
         name = suffix(task, dataset, split, n_mdl)
-        out[f"codelength_{name}"] = fb.codelength_by_layer(rows)
+        out[f"codelength_{name}"] = fg.codelength_by_layer(rows)
         if "compression" in set(rows["metric"]):
-            out[f"compression_{name}"] = fb.compression_by_layer(rows)
+            out[f"compression_{name}"] = fg.compression_by_layer(rows)
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
     if per_tag is not None and len(per_tag):
@@ -591,7 +587,7 @@ def draw_figures(
     if similarity is not None and len(similarity):
         measures = list(dict.fromkeys(similarity["measure"].astype(str)))
         measure = "linear_cka" if "linear_cka" in measures else measures[0]
-        out[f"similarity_{_slug(measure)}"] = fb.similarity_heatmap(similarity, measure)
+        out[f"similarity_{_slug(measure)}"] = fg.similarity_heatmap(similarity, measure)
     return out
 
 

@@ -17,16 +17,17 @@ import pytest
 import torch
 from test_tasks import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
 
-from probing.claims import context_dependence, fit_layer_probes, misspellings
 from probing.elmo import Elmo
 from probing.elmo.chars import batch_char_ids
 from probing.encoders import ElmoEncoder, elmo_options_path, training_vocabulary
-from probing.experiment import ExperimentError, parse_experiment
-from probing.figures_claims import directions, oov_split
+from probing.experiment import ExperimentError, fit_layer_probes, parse_experiment
+from probing.figures import directions, oov_split
 from probing.layers import LayerError, direction_names, resolve
 from probing.results import make_row
 from probing.store import extract
 from probing.tasks import Part, ProbeSettings, column_labels, tagging_baselines, tagging_probes
+from probing.views.context import context_dependence
+from probing.views.misspellings import misspellings
 
 FIX = Path(__file__).parent / "fixtures"
 ELMO = FIX / "elmo_allennlp"

@@ -1,4 +1,4 @@
-"""probing.figures_beyond: the drawn data (image array, bar heights, labels, title) match the input."""
+"""probing.figures.similarity and probing.figures.mdl: the drawn data (image array, bar heights, labels, title) match the input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from probing.figures_beyond import codelength_by_layer, compression_by_layer, similarity_heatmap
+from probing.figures import codelength_by_layer, compression_by_layer, similarity_heatmap
 from probing.similarity import layer_similarity
 
 

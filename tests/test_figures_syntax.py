@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.patches import Arc  # noqa: E402
 
-from probing import figures_syntax as FS  # noqa: E402
+from probing.figures import syntax as FS  # noqa: E402
 from probing.probes.structural import position_distances, tree_distances  # noqa: E402
 
 CAT_WORDS = ["The", "cat", "sat", "on", "the", "mat", "."]
@@ -63,7 +63,7 @@ def test_rank_sweep_plots_each_metric_against_rank():
     lines = {c.get_label(): c.lines[0] for c in ax.containers}
     assert lines["UUAS (%)"].get_xdata().tolist() == [1, 2, 4]
     assert np.allclose(np.asarray(lines["UUAS (%)"].get_ydata(), dtype=float), [0.2, 0.3, 0.5])
-    assert np.allclose(np.asarray(lines["DSpr."].get_ydata(), dtype=float), [0.4, 0.6, 0.7])
+    assert np.allclose(np.asarray(lines["DSpr. (Spearman)"].get_ydata(), dtype=float), [0.4, 0.6, 0.7])
     assert ax.get_xscale() == "log"
 
 

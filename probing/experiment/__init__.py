@@ -12,7 +12,7 @@ from probing._toml import ExperimentError
 
 if TYPE_CHECKING:
     from probing.experiment.extract import extract_activations
-    from probing.experiment.helpers import probe_layers
+    from probing.experiment.helpers import fit_layer_probes, probe_layers
     from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
     from probing.experiment.runner import Results, run_experiment
     from probing.experiment.spec import (
@@ -34,6 +34,7 @@ _HOMES = {
     "run_experiment": "runner",
     "extract_activations": "extract",
     "probe_layers": "helpers",
+    "fit_layer_probes": "helpers",
     **dict.fromkeys(
         [
             "DataRef",
@@ -69,6 +70,7 @@ __all__ = [
     "TaskSpec",
     "bundled_experiments",
     "extract_activations",
+    "fit_layer_probes",
     "load_experiment",
     "parse_experiment",
     "probe_code_digest",

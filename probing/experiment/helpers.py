@@ -1,4 +1,5 @@
-"""``probe_layers``: one call from data to a tidy results table, for notebooks and coursework.
+"""``probe_layers``: one call from data to a tidy results table, for notebooks and coursework; and
+``fit_layer_probes``: one fitted :class:`LinearProbe` per layer of a store, to run on new vectors.
 
 It builds an experiment as a plain dict (the same structure as an experiment TOML file), checks it with
 :func:`~probing.experiment.parse_experiment` and runs it with :func:`~probing.experiment.run_experiment`,
@@ -15,12 +16,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from probing.corpora.base import Corpus
 from probing.errors import InputError
 from probing.experiment.runner import run_experiment
 from probing.experiment.spec import DataRef, parse_experiment
+from probing.probes.linear import LinearProbe
+from probing.protocols import StoreLike
 
 Data = str | Corpus
 ENCODER_SHORTHANDS: dict[str, dict[str, Any]] = {
@@ -126,3 +130,20 @@ def probe_layers(
         return run_experiment(exp, out_dir, progress=progress).results
     with tempfile.TemporaryDirectory(prefix="probing-") as tmp:
         return run_experiment(exp, tmp, progress=progress).results
+
+
+def fit_layer_probes(
+    store: StoreLike, layers: Sequence[str], label: str = "upos", *, C: float = 1.0, max_iter: int = 100
+) -> dict[str, LinearProbe]:
+    """One :class:`LinearProbe` per layer (or half, ``"1f"``) on the store's labelled tokens (column ``label``)."""
+    tokens = store.tokens
+    if label not in tokens.columns:
+        raise InputError(f"the store's token table has no column {label!r}")
+    y = tokens[label].fillna("").astype(str).to_numpy()
+    rows = np.flatnonzero(y != "")
+    if len(rows) == 0:
+        raise InputError(f"{store}: no token has a {label!r} label")
+    return {
+        layer: LinearProbe(C=C, max_iter=max_iter).fit(store.layer(layer, rows=rows, dtype=np.float32), y[rows])
+        for layer in layers
+    }

@@ -156,7 +156,7 @@ def _layer_index(layer: int | str, names: Sequence[str] | None) -> int:
     raise InputError(f"unknown layer {layer!r}; expected an index or one of {list(names or [])}")
 
 
-def _encoded_layer(encoded: np.ndarray, layer: int | str, names: Sequence[str]) -> np.ndarray:
+def encoded_layer(encoded: np.ndarray, layer: int | str, names: Sequence[str]) -> np.ndarray:
     """One layer of an encoder's ``(n_layers, n_tokens, dim)`` output; a half name (``"1f"``) gives its columns."""
     if is_half(layer):
         i, columns = resolve(str(layer), names, encoded.shape[-1])
@@ -370,7 +370,7 @@ def neighbors(
         raise InputError("neighbours in context need store=, encoder= and layer=")
     words = as_words(sentence)
     pos = locate(words, position, word)
-    vector = _encoded_layer(_encode(encoder, words), layer, list(encoder.layer_names))[pos]
+    vector = encoded_layer(_encode(encoder, words), layer, list(encoder.layer_names))[pos]
     skip = copies_of(store.tokens, words) if exclude_same_sentence else set()
     return occurrence_neighbors(store, vector, layer, k=k or 5, rows=rows, exclude_sentences=skip, gloss=gloss)
 
@@ -425,7 +425,7 @@ def table4(
         encoded = _encode(encoder, words)
         skip = copies_of(store.tokens, words)
         for layer in layers:
-            vector = _encoded_layer(encoded, layer, layer_names)[pos]
+            vector = encoded_layer(encoded, layer, layer_names)[pos]
             hit = occurrence_neighbors(store, vector, layer, k=1, rows=rows, exclude_sentences=skip, gloss=gloss)
             if hit.empty:
                 raise InputError(f"no occurrence to compare with at layer {layer!r} (empty store or rows?)")

@@ -1,4 +1,5 @@
-"""Figures for the structural probes (#16): metric per layer, metric vs probe rank, gold vs predicted trees.
+"""Figures of the structural probes (Hewitt & Manning): a metric per layer, the metric against the probe's
+rank, and gold vs predicted trees. Labels and the percent rule come from the metric registry.
 
 Each function draws on ``ax`` (a new figure if None) and returns the Figure; nothing is written to disk.
 Input tables are tidy ``pandas.DataFrame``\\ s with ``metric, value, ci_low, ci_high`` (fractions;
@@ -16,23 +17,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Arc
 
 from probing.errors import InputError
-from probing.probes.structural import mst_edges, tree_distances
+from probing.figures.style import OKABE_ITO, check_columns, new_figure, percent_scale
+from probing.results import metric as metric_info
 
-PERCENT = frozenset({"uuas", "root_acc"})
-LABELS = {"uuas": "UUAS (%)", "dspr": "DSpr.", "root_acc": "Root (%)", "nspr": "NSpr."}
-GOLD, RIGHT, WRONG = "#0072B2", "#009E73", "#D55E00"
+__all__ = ["metric_by_layer", "rank_sweep", "tree_comparison"]
+
+GOLD, RIGHT, WRONG = OKABE_ITO["blue"], OKABE_ITO["bluish green"], OKABE_ITO["vermillion"]
 
 
 def _axes(ax: Axes | None, width: float = 5.0, height: float = 3.5) -> Axes:
-    if ax is not None:
-        return ax
-    return Figure(figsize=(width, height), layout="constrained").add_subplot()
-
-
-def _check(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InputError(f"{what}: missing columns {missing}; got {list(df.columns)}")
+    return ax if ax is not None else new_figure(width, height).add_subplot()
 
 
 def _yerr(rows: pd.DataFrame, scale: float) -> np.ndarray:
@@ -50,7 +44,7 @@ def metric_by_layer(results: pd.DataFrame, metric: str, ax: Axes | None = None) 
     (one line per encoder); any other ``layer`` (``"position"``, ``"glove"``, ``"control"``) is a
     baseline line whose CI is a shaded band.
     """
-    _check(results, ["layer", "metric", "value", "ci_low", "ci_high"], "metric_by_layer")
+    check_columns(results, ["layer", "metric", "value", "ci_low", "ci_high"], "metric_by_layer")
     rows = results[results["metric"] == metric].copy()
     if rows.empty:
         raise InputError(
@@ -59,7 +53,7 @@ def metric_by_layer(results: pd.DataFrame, metric: str, ax: Axes | None = None) 
     rows["layer"] = rows["layer"].astype(str)
     if "encoder" not in rows.columns:
         rows["encoder"] = "probe"
-    scale = 100.0 if metric in PERCENT else 1.0
+    scale = percent_scale(metric)
     ax = _axes(ax)
     is_layer = rows["layer"].str.fullmatch(r"\d+")
     layers = sorted({int(v) for v in rows.loc[is_layer, "layer"]})
@@ -75,7 +69,7 @@ def metric_by_layer(results: pd.DataFrame, metric: str, ax: Axes | None = None) 
             ax.axhspan(b["ci_low"] * scale, b["ci_high"] * scale, color=color, alpha=0.15, lw=0)
     ax.set_xticks(layers)
     ax.set_xlabel("layer")
-    ax.set_ylabel(LABELS.get(metric, metric))
+    ax.set_ylabel(metric_info(metric).label)
     ax.legend(fontsize="small")
     return ax.figure  # type: ignore[return-value]
 
@@ -86,13 +80,15 @@ def rank_sweep(sweep: pd.DataFrame, ax: Axes | None = None) -> Figure:
     sweep : columns ``rank, metric, value, ci_low, ci_high`` as ``probing.probes.structural.rank_sweep``
     returns.
     """
-    _check(sweep, ["rank", "metric", "value", "ci_low", "ci_high"], "rank_sweep")
+    check_columns(sweep, ["rank", "metric", "value", "ci_low", "ci_high"], "rank_sweep")
     ax = _axes(ax)
     for metric in ("uuas", "dspr"):
         rows = sweep[sweep["metric"] == metric].sort_values("rank")
         if rows.empty:
             continue
-        ax.errorbar(rows["rank"], rows["value"], yerr=_yerr(rows, 1.0), marker="o", capsize=3, label=LABELS[metric])
+        ax.errorbar(
+            rows["rank"], rows["value"], yerr=_yerr(rows, 1.0), marker="o", capsize=3, label=metric_info(metric).label
+        )
     ax.set_xscale("log", base=2)
     ranks = sorted(set(sweep["rank"].astype(int)))
     ax.set_xticks(ranks, [str(r) for r in ranks])
@@ -125,13 +121,15 @@ def tree_comparison(
 
     Each arc's gid is ``"gold:i-j"`` or ``"pred:i-j"`` (0-based word positions, i < j).
     """
+    from probing.probes.structural import mst_edges, tree_distances  # on first use: it imports torch
+
     n = len(words)
     if len(heads) != n:
         raise InputError(f"tree_comparison: {n} words but {len(heads)} heads")
     if not predictions:
         raise InputError("tree_comparison: give at least one prediction")
     if axes is None:
-        fig = Figure(figsize=(max(4.0, 0.7 * n), 2.6 * len(predictions)), layout="constrained")
+        fig = new_figure(max(4.0, 0.7 * n), 2.6 * len(predictions))
         axes = fig.subplots(len(predictions), 1, squeeze=False)[:, 0].tolist()
     if len(axes) != len(predictions):
         raise InputError(f"tree_comparison: {len(predictions)} predictions but {len(axes)} axes")

@@ -1,9 +1,10 @@
-"""Figures for ELMo's claims (issue 21): forward vs backward halves of each layer, and accuracy inside vs
-outside a vocabulary. Each function draws on ``ax`` when given (else a new figure) and returns the Figure.
+"""Figures that split a layer's score: by direction (the forward and backward halves of each biLSTM
+layer against the whole layer) and by vocabulary (accuracy on tokens inside vs outside a vocabulary). Each
+function draws on ``ax`` when given (else a new figure) and returns the Figure.
 
 Input: a results table (DESIGN.md's contract) from a run with ``directions = true`` (layers ``"1f"``,
 ``"1b"``, ...) or ``oov_split = true`` (metrics ``accuracy-iv-NAME`` / ``accuracy-oov-NAME``). Seeds are
-averaged as :func:`probing.figures.aggregate` does.
+averaged by :func:`probing.results.aggregate.aggregate`.
 """
 
 from __future__ import annotations
@@ -15,21 +16,16 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from probing.errors import InputError
-from probing.figures import _STYLE, OKABE_ITO, _select, aggregate, default_metric
+from probing.figures.layers import default_metric, select_rows
+from probing.figures.style import OKABE_ITO, STYLE, figure_and_axes
 from probing.layers import DIRECTIONS, has_halves
 from probing.results import BASELINE_ENCODER, layer_sort_key
 from probing.results import metric as metric_info
+from probing.results.aggregate import aggregate
 
 __all__ = ["DIRECTION_COLOURS", "directions", "oov_split"]
 
 DIRECTION_COLOURS = {"forward": OKABE_ITO["blue"], "backward": OKABE_ITO["vermillion"], "both": OKABE_ITO["black"]}
-
-
-def _figure(ax: Axes | None, width: float, height: float) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.get_figure(), ax  # type: ignore[return-value]
-    fig = Figure(figsize=(width, height), layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def _one_encoder(rows: pd.DataFrame, encoder: str | None, task: str) -> str:
@@ -72,7 +68,7 @@ def directions(
     Bars are drawn in the order layer 1 (forward, backward, both), layer 2 (...), in percent for fractions.
     """
     metric = metric or default_metric(results, task)
-    sub, dataset, split = _select(aggregate(results), task, metric, dataset, split)
+    sub, dataset, split = select_rows(aggregate(results), task, metric, dataset, split)
     sub = sub[sub["metric"] == metric]
     halves = sub[sub["layer"].str.fullmatch(r"\d+[fb]")]
     if halves.empty:
@@ -85,8 +81,8 @@ def directions(
     layers = sorted({lay for lay in sub.index if has_halves(lay) and f"{lay}f" in sub.index}, key=layer_sort_key)
     info = metric_info(metric)
     kinds = {"forward": "f", "backward": "b", "both": ""}
-    with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(ax, 1.6 + 1.5 * len(layers), 3.4)
+    with matplotlib.rc_context(STYLE):
+        fig, ax = figure_and_axes(ax, 1.6 + 1.5 * len(layers), 3.4)
         x = np.arange(len(layers))
         width = 0.26
         for j, (label, suffix) in enumerate(kinds.items()):
@@ -132,7 +128,7 @@ def oov_split(
     """Accuracy on the tokens inside vs outside ``vocabulary`` (``glove`` or ``train``), one pair of bars
     per encoder and single layer (halves, mix and concat left out; baselines included), with 95 % CIs."""
     iv, oov = f"accuracy-iv-{vocabulary}", f"accuracy-oov-{vocabulary}"
-    sub, dataset, split = _select(aggregate(results), task, None, dataset, split)
+    sub, dataset, split = select_rows(aggregate(results), task, None, dataset, split)
     sub = sub[sub["metric"].isin([iv, oov])]
     if sub.empty:
         raise InputError(
@@ -145,8 +141,8 @@ def oov_split(
         key=lambda k: (k[0] == BASELINE_ENCODER, k[0], layer_sort_key(k[1])),
     )
     table = sub.set_index(["encoder", "layer", "metric"])
-    with matplotlib.rc_context(_STYLE):
-        fig, ax = _figure(ax, 1.5 + 0.75 * len(keys), 3.4)
+    with matplotlib.rc_context(STYLE):
+        fig, ax = figure_and_axes(ax, 1.5 + 0.75 * len(keys), 3.4)
         x = np.arange(len(keys))
         width = 0.38
         for j, (name, label, colour) in enumerate(
