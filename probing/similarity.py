@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from probing.errors import InputError
+from probing.results.schema import SIMILARITY_COLUMNS
 
 __all__ = [
     "MEASURES",
@@ -52,7 +53,6 @@ __all__ = [
 ]
 
 MEASURES = ("linear_cka", "debiased_cka", "rbf_cka", "cca", "svcca", "pwcca")
-SIMILARITY_COLUMNS = ["encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value", "n_tokens"]
 RBF_MAX_TOKENS = 5000
 _CHUNK = 16384
 _NULL = 1e-10  # eigenvalues below this fraction of the largest span the null space

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from probing.errors import InputError
-from probing.similarity import SIMILARITY_COLUMNS as SIMILARITY_COLUMNS  # re-exported: one definition
 
 RESULT_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed"]
 STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
@@ -22,6 +21,8 @@ FLOAT_COLUMNS = ["value", "ci_low", "ci_high"]
 KEY_COLUMNS = STRING_COLUMNS  # a row is identified by these and its seed
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]  # refit 0: all training data
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
+# probing.similarity.layer_similarity: every layer pair of the [similarity] encoders
+SIMILARITY_COLUMNS = ["encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value", "n_tokens"]
 
 CSV_NAME = "results.csv"
 JSON_NAME = "results.json"
