@@ -206,11 +206,12 @@ def summary_table(results: pd.DataFrame, kinds: Mapping[str, str] | None = None)
     from probing.tasks.registry import task_kinds  # on first use: the kinds' modules import torch
 
     out = []
-    of = task_kinds(results, kinds)
+    of = task_kinds(results, kinds, strict=False)  # a task of a kind unknown here has no summary row
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
-        headline = of[task].headline
-        if headline not in set(g["metric"]):
+        kind = of.get(task)
+        if kind is None or kind.headline not in set(g["metric"]):
             continue  # e.g. MDL codelength rows, which are measured on the training split
+        headline = kind.headline
         sign = 1.0 if metric(headline).higher_is_better else -1.0
         rows = g[g["metric"] == headline]
         series: dict[str, list] = {}
@@ -525,12 +526,12 @@ def draw_figures(
     all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
     from probing.tasks.registry import task_kinds
 
-    of = task_kinds(results, kinds)
+    of = task_kinds(results, kinds, strict=False)
 
     def metrics_of(task: str, dataset: str, split: str) -> set[str]:
         return set(agg.loc[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split), "metric"])
 
-    keys = [k for k in all_keys if of[k[0]].headline in metrics_of(*k)]
+    keys = [k for k in all_keys if k[0] in of and of[k[0]].headline in metrics_of(*k)]
     mdl_keys = [k for k in all_keys if "codelength_kbits" in metrics_of(*k)]
     n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
     n_mdl = {task: sum(k[0] == task for k in mdl_keys) for task, _, _ in mdl_keys}

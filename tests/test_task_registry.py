@@ -311,6 +311,10 @@ def test_a_lower_is_better_kind_from_outside_runs_through_the_cli_and_the_report
     assert cli.main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
     assert json.loads((out / "results.json").read_text())["provenance"]["cached_jobs"] == []
     np.testing.assert_allclose(read_results(out).set_index("layer")["value"], values / 2, rtol=1e-12)
+    # a process that does not know the kind still writes the report, without the kind's figures
+    del TASK_KINDS["toy-spread"]
+    assert cli.main(["report", str(out)]) == 0
+    assert 'alt="spread_spread"' not in (out / "report.html").read_text(encoding="utf-8")
     capsys.readouterr()
 
 

@@ -428,7 +428,7 @@ def overview_tasks(results: pd.DataFrame, kinds: Mapping[str, str] | None = None
     recorded in a run's provenance (else inferred from the tasks' metrics, :func:`probing.tasks.task_kinds`)."""
     from probing.tasks.registry import TASK_KINDS, task_kinds
 
-    of = task_kinds(results, kinds)
+    of = task_kinds(results, kinds, strict=False)
     first: dict[str, str] = {}
     for task, kind in of.items():
         if kind.overview:

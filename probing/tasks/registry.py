@@ -49,12 +49,15 @@ def headline_metric(kind: str) -> str:
     return task_kind(kind).headline
 
 
-def task_kinds(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> dict[str, TaskKind]:
+def task_kinds(
+    results: pd.DataFrame, kinds: Mapping[str, str] | None = None, *, strict: bool = True
+) -> dict[str, TaskKind]:
     """The kind of every task in ``results``.
 
     ``kinds`` (task -> kind name, as recorded in a run's provenance) wins; a task it does not name (a results
     table without provenance) gets the first registered kind whose headline is among its metrics (so a WSD
-    task named "senses" is a ``wsd-1nn`` task: its name plays no part). InputError when none fits.
+    task named "senses" is a ``wsd-1nn`` task: its name plays no part). InputError when none fits; with
+    ``strict=False`` such a task (e.g. of a kind registered in another process) is left out.
     """
     kinds = dict(kinds or {})
     out: dict[str, TaskKind] = {}
@@ -66,6 +69,8 @@ def task_kinds(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) ->
             continue
         found = next((k for k in TASK_KINDS.values() if k.headline in present), None)
         if found is None:
+            if not strict:
+                continue
             raise InputError(
                 f"task {task!r} has no headline metric: its metrics are {sorted(present)}, headline metrics "
                 f"are {list(dict.fromkeys(k.headline for k in TASK_KINDS.values()))}"
