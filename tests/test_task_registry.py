@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,13 @@ def _norms(job: Job) -> TaskOutput:
 MEAN_NORM = Metric("mean-norm", "mean L2 norm")
 
 
+@dataclass(frozen=True)
+class NormOptions:
+    """The toy kind's own keys, typed: read through ``Table`` by ``parse_options``."""
+
+    scale: float = 1.0
+
+
 @pytest.fixture
 def registries():
     """Kinds and metrics registered by a test are unregistered after it."""
@@ -76,13 +83,7 @@ def registries():
 
 @pytest.fixture
 def toy_kind(registries):
-    kind = TaskKind(
-        "toy-norm",
-        run=_norms,
-        metrics=(MEAN_NORM,),
-        headline="mean-norm",
-        parse=lambda t: {"scale": t.number("scale", 1.0)},
-    )
+    kind = TaskKind("toy-norm", run=_norms, metrics=(MEAN_NORM,), headline="mean-norm", options=NormOptions)
     return register_task_kind(kind)
 
 
@@ -111,7 +112,7 @@ def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
         """,
         base=folder,
     )
-    assert exp.tasks[0].options == {"scale": 2.5}  # the kind's own key, read by its parser
+    assert exp.tasks[0].options == {"scale": 2.5}  # the kind's own key, read from its options dataclass
     res = run_experiment(exp, folder / "out", progress=False)
     store = res.store("elmo", "demo-ud", "test")
     expected = [np.linalg.norm(store.layer(k, dtype=np.float64), axis=1).mean() for k in ("0", "1", "2")]
@@ -125,7 +126,12 @@ def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
     )
     assert fg.default_metric(res.results, "norms") == "mean-norm"
     fg.layer_scores(res.results, "norms")  # draws without knowing the kind (raises on a missing metric)
-    # an unknown key of the toy kind is an error naming it, like any other task key
+    # a malformed or unknown key of the toy kind is an error naming it, like any other task key
+    with pytest.raises(ExperimentError, match=r"tasks\[0\]\.scale: expected a positive finite number, got 'x'"):
+        parse_experiment(
+            f'{ENCODER}\n[[tasks]]\nkind = "toy-norm"\nscale = "x"\ntrain = "demo-ud:train"\ntest = "demo-ud:test"',
+            base=folder,
+        )
     with pytest.raises(ExperimentError, match=r"tasks\[0\]: unknown key\(s\) 'nope'"):
         parse_experiment(
             f'{ENCODER}\n[[tasks]]\nkind = "toy-norm"\nnope = 1\ntrain = "demo-ud:train"\ntest = "demo-ud:test"',

@@ -35,8 +35,8 @@ def probe_code_digest() -> str:
 
 
 def kind_identity(kind: TaskKind) -> str:
-    """The code identity of a task kind's own functions (its ``run`` and ``parse``)."""
-    return digest([function_identity(kind.run), function_identity(kind.parse)])
+    """The code identity of a task kind's own code: its ``run``, ``parse`` and ``options`` class."""
+    return digest([function_identity(f) for f in (kind.run, kind.parse, kind.options) if f is not None])
 
 
 class JobCache:

@@ -388,7 +388,7 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         skip_missing=t.boolean("skip_missing", False),
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
         wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
-        options=kind.parse(t),
+        options=kind.read_options(t),
     )
     t.done()
     return spec

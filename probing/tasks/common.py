@@ -3,10 +3,11 @@ description of a task kind, and scoring helpers."""
 
 from __future__ import annotations
 
+import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -148,14 +149,46 @@ class Job:
 
 
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
+T = TypeVar("T")
+
+
+def parse_options(cls: type[T], table: Table) -> T:
+    """A kind's options dataclass ``cls`` read from its ``[[tasks]]`` table through :class:`Table` (so an
+    unknown or malformed key is an error naming file, key and expectation): each field by its type (``str``,
+    ``int``, ``float``, ``bool``, each optionally ``| None``), defaulting to the field's default (a field
+    without one is required); ``metadata={"choices": (...)}`` limits a string, ``{"minimum": n}`` an integer
+    (default 0). A float is read as a positive finite number."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        kind = hints[f.name]
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        base = args[0] if len(args) == 1 else kind
+        default = () if f.default is MISSING else (f.default,)  # no default: the key is required
+        meta = f.metadata
+        if base is bool:
+            value = table.boolean(f.name, *default)
+        elif base is int:
+            value = table.integer(f.name, *default, minimum=meta.get("minimum", 0))
+        elif base is float:
+            value = table.number(f.name, *default)
+            value = None if value is None else float(value)
+        elif base is str:
+            value = table.string(f.name, *default, choices=meta.get("choices"))
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name}: options fields are str, int, float or bool, not {kind}")
+        values[f.name] = value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
 class TaskKind:
     """A kind of task (``kind = "..."`` in an experiment's ``[[tasks]]`` table): everything kind-specific.
 
-    ``run`` turns a :class:`Job` into rows; ``parse`` reads the kind's own keys from its checked TOML table
-    and returns them as options (plain values: they are part of the job's cache key). ``metrics`` are the
+    ``run`` turns a :class:`Job` into rows; ``options``, a dataclass, types the kind's own keys: without
+    a ``parse`` of its own, the kind reads them from its checked TOML table with :func:`parse_options`
+    (``job.options`` is then that dataclass's ``asdict``; ``run`` may rebuild it with ``options(**job.options)``);
+    ``parse`` reads them by hand and returns plain values. Either way they are part of the job's cache key. ``metrics`` are the
     metrics the kind emits (registered with the kind) and ``headline`` names the one among them that the
     summary, the best layer, the report and the figures use; its ``higher_is_better`` decides which layer is
     best. ``beside``: metrics drawn beside the headline in the kind's layer figure (e.g. a structural
@@ -172,7 +205,8 @@ class TaskKind:
     run: Callable[[Job], TaskOutput]
     metrics: tuple[Metric, ...]
     headline: str
-    parse: Callable[[Table], dict[str, Any]] = lambda _table: {}
+    parse: Callable[[Table], dict[str, Any]] | None = None
+    options: type | None = None
     baselines: tuple[str, ...] = ()
     uses_wordnet: bool = False
     allows_dev: bool = True
@@ -192,6 +226,17 @@ class TaskKind:
         unknown = [b for b in self.beside if b not in names]
         if unknown:
             raise InputError(f"task kind {self.name!r}: beside names metrics it does not emit: {unknown}")
+        if self.options is not None and not is_dataclass(self.options):
+            raise InputError(f"task kind {self.name!r}: options must be a dataclass, got {self.options!r}")
+
+    def read_options(self, table: Table) -> dict[str, Any]:
+        """The kind's own keys from its ``[[tasks]]`` table: ``parse(table)``, else the ``options``
+        dataclass read by :func:`parse_options` (as a dict), else none."""
+        if self.parse is not None:
+            return self.parse(table)
+        if self.options is not None:
+            return asdict(parse_options(self.options, table))
+        return {}
 
     @property
     def headline_metric(self) -> Metric:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,17 @@ from probing.probes.structural import (
     uuas_counts,
 )
 from probing.results import BASELINE_ENCODER, make_row
-from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput, check_layers, fraction_row
+from probing.tasks.common import (
+    Job,
+    Part,
+    ProbeSettings,
+    TaskError,
+    TaskKind,
+    TaskOutput,
+    check_layers,
+    fraction_row,
+    parse_options,
+)
 from probing.tasks.metrics import DEPTH_METRICS, DISTANCE_METRICS
 
 if TYPE_CHECKING:
@@ -214,9 +225,9 @@ def structural_baselines(
 
 
 def _run(job: Job, kind: str) -> TaskOutput:
-    opts = dict(job.options)
+    opts = StructuralOptions(**job.options)
     out = structural_probes(
-        job.task, kind, job.encoder, job.train, job.dev, job.tests, job.settings, progress=job.progress, **opts
+        job.task, kind, job.encoder, job.train, job.dev, job.tests, job.settings, progress=job.progress, **asdict(opts)
     )
     if job.with_baselines and job.baselines:
         out.extend(structural_baselines(job.task, kind, job.tests, job.settings, which=job.baselines))
@@ -234,9 +245,20 @@ def _dataset_names(value: Any) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class StructuralOptions:
+    """A structural kind's own keys: ``rank`` (default: the layer's dim, full rank) and the probe's training
+    settings."""
+
+    rank: int | None = field(default=None, metadata={"minimum": 1})
+    max_epochs: int = field(default=PROBE_OPTIONS["max_epochs"], metadata={"minimum": 1})
+    batch_size: int = field(default=PROBE_OPTIONS["batch_size"], metadata={"minimum": 1})
+    lr: float = PROBE_OPTIONS["lr"]
+
+
 def _parse(t: Table) -> dict[str, Any]:
-    """``rank`` (default: the layer's dim, full rank) and the probe's training settings; the data must be
-    CoNLL-U treebanks (checked here, so that no activations are extracted for data without trees)."""
+    """:class:`StructuralOptions`; the data must be CoNLL-U treebanks (checked here, so that no activations
+    are extracted for data without trees)."""
     from probing.corpora.registry import DATASETS, ConllDataset
 
     for key in ("train", "dev", "test"):
@@ -245,12 +267,7 @@ def _parse(t: Table) -> dict[str, Any]:
             if name in DATASETS and not isinstance(DATASETS[name], ConllDataset):
                 conll = ", ".join(n for n, d in DATASETS.items() if isinstance(d, ConllDataset))
                 raise t.fail(key, f"a dependency treebank with HEAD columns (a CoNLL-U dataset: {conll})", value)
-    return {
-        "rank": t.integer("rank", None, minimum=1),
-        "max_epochs": t.integer("max_epochs", PROBE_OPTIONS["max_epochs"], minimum=1),
-        "batch_size": t.integer("batch_size", PROBE_OPTIONS["batch_size"], minimum=1),
-        "lr": float(t.number("lr", PROBE_OPTIONS["lr"])),
-    }
+    return asdict(parse_options(StructuralOptions, t))
 
 
 STRUCTURAL_DISTANCE = TaskKind(
@@ -259,6 +276,7 @@ STRUCTURAL_DISTANCE = TaskKind(
     metrics=DISTANCE_METRICS,
     headline="uuas",
     parse=_parse,
+    options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("dspr",),
 )
@@ -268,6 +286,7 @@ STRUCTURAL_DEPTH = TaskKind(
     metrics=DEPTH_METRICS,
     headline="root_acc",
     parse=_parse,
+    options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("nspr",),
 )
