@@ -6,9 +6,7 @@ them; a WSD task named "senses" keeps its F1 headline."""
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -38,7 +36,6 @@ from probing.tasks import (
     register_task_kind,
 )
 
-FIX = Path(__file__).parent / "fixtures"
 N = 12
 
 ENCODER = """
@@ -88,13 +85,8 @@ def toy_kind(registries):
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch):
-    (tmp_path / "model").mkdir()
-    shutil.copy(FIX / "elmo_allennlp" / "options.json", tmp_path / "model" / "options.json")
-    shutil.copy(FIX / "elmo_allennlp" / "lm_weights.hdf5", tmp_path / "model" / "weights.hdf5")
-    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("PROBING_DATA", raising=False)
-    return tmp_path
+def folder(elmo_folder):
+    return elmo_folder
 
 
 def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
