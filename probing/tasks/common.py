@@ -164,17 +164,17 @@ def parse_options(cls: type[T], table: Table) -> T:
         kind = hints[f.name]
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         base = args[0] if len(args) == 1 else kind
-        default = () if f.default is MISSING else (f.default,)  # no default: the key is required
+        default: dict[str, Any] = {} if f.default is MISSING else {"default": f.default}  # none: required
         meta = f.metadata
         if base is bool:
-            value = table.boolean(f.name, *default)
+            value = table.boolean(f.name, **default)
         elif base is int:
-            value = table.integer(f.name, *default, minimum=meta.get("minimum", 0))
+            value = table.integer(f.name, minimum=meta.get("minimum", 0), **default)
         elif base is float:
-            value = table.number(f.name, *default)
+            value = table.number(f.name, **default)
             value = None if value is None else float(value)
         elif base is str:
-            value = table.string(f.name, *default, choices=meta.get("choices"))
+            value = table.string(f.name, choices=meta.get("choices"), **default)
         else:
             raise TypeError(f"{cls.__name__}.{f.name}: options fields are str, int, float or bool, not {kind}")
         values[f.name] = value

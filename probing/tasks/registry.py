@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from probing.errors import InputError
-from probing.results import register_metric
+from probing.results import METRICS, register_metric
 from probing.tasks.common import TaskKind
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
 from probing.tasks.tagging import SUPERSENSE, TAGGING
@@ -56,10 +56,13 @@ def task_kinds(
 
     ``kinds`` (task -> kind name, as recorded in a run's provenance) wins; a task it does not name (a results
     table without provenance) gets the first registered kind whose headline is among its metrics (so a WSD
-    task named "senses" is a ``wsd-1nn`` task: its name plays no part). InputError when none fits; with
+    task named "senses" is a ``wsd-1nn`` task: its name plays no part; several candidates: the headline
+    first in the metric registry's order, F1 before accuracy). InputError when none fits; with
     ``strict=False`` such a task (e.g. of a kind registered in another process) is left out.
     """
     kinds = dict(kinds or {})
+    heads = {k.headline for k in TASK_KINDS.values()}
+    order = [m for m in METRICS if m in heads] + sorted(heads - set(METRICS))
     out: dict[str, TaskKind] = {}
     for task, metrics in results.groupby("task", sort=False)["metric"]:
         present = set(metrics.astype(str))
@@ -67,7 +70,8 @@ def task_kinds(
         if given is not None and given.headline in present:
             out[str(task)] = given
             continue
-        found = next((k for k in TASK_KINDS.values() if k.headline in present), None)
+        headline = next((m for m in order if m in present), None)
+        found = next((k for k in TASK_KINDS.values() if k.headline == headline), None)
         if found is None:
             if not strict:
                 continue

@@ -251,8 +251,8 @@ class StructuralOptions:
     settings."""
 
     rank: int | None = field(default=None, metadata={"minimum": 1})
-    max_epochs: int = field(default=PROBE_OPTIONS["max_epochs"], metadata={"minimum": 1})
-    batch_size: int = field(default=PROBE_OPTIONS["batch_size"], metadata={"minimum": 1})
+    max_epochs: int = field(default=int(PROBE_OPTIONS["max_epochs"]), metadata={"minimum": 1})
+    batch_size: int = field(default=int(PROBE_OPTIONS["batch_size"]), metadata={"minimum": 1})
     lr: float = PROBE_OPTIONS["lr"]
 
 
