@@ -46,6 +46,7 @@ from probing.corpora.base import check_tree
 from probing.devices import torch_device
 from probing.errors import InputError
 from probing.probes.stats import bootstrap_ci, bootstrap_ci_mean_of_means
+from probing.protocols import StoreLike
 
 PTB_PUNCT = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
 SPEARMAN_LENGTHS = (5, 50)
@@ -648,7 +649,7 @@ class StoreSentences(Sequence):
     """One layer of a store as a sequence of sentences: item i is float32 (n_words_i, dim), read from
     the layer's memory map via the store's sentence offsets when asked for (nothing is held)."""
 
-    def __init__(self, store: Any, layer: int | str) -> None:
+    def __init__(self, store: StoreLike, layer: int | str) -> None:
         self.store = store
         self.layer = layer
         self._offsets = np.asarray(store.offsets)
@@ -669,7 +670,7 @@ def _corpus_name(store: Any) -> str:
     return f"{c.get('name', '?')}/{c.get('split', '?')} (store {store.path})"
 
 
-def store_trees(store: Any) -> list[np.ndarray]:
+def store_trees(store: StoreLike) -> list[np.ndarray]:
     """Head arrays of every sentence of a store, from its token table's ``head`` column."""
     t = store.tokens
     heads = t["head"].to_numpy(dtype=np.int64) if "head" in t.columns else np.full(len(t), -1)
@@ -689,7 +690,7 @@ def store_trees(store: Any) -> list[np.ndarray]:
     return out
 
 
-def store_punct(store: Any) -> list[np.ndarray]:
+def store_punct(store: StoreLike) -> list[np.ndarray]:
     """Punctuation masks per sentence of a store (UPOS PUNCT if the store has UPOS, else PTB tags)."""
     t = store.tokens
     has_upos = bool((t["upos"] != "").any())
@@ -699,9 +700,9 @@ def store_punct(store: Any) -> list[np.ndarray]:
 
 
 def run_structural(
-    train_store: Any,
-    dev_store: Any,
-    test_store: Any,
+    train_store: StoreLike,
+    dev_store: StoreLike,
+    test_store: StoreLike,
     layer: int | str,
     kind: str,
     rank: int | None = None,
@@ -730,7 +731,7 @@ def run_structural(
 
 
 def position_baseline(
-    test_store: Any, kind: str, *, n_boot: int = 1000, seed: int = 0
+    test_store: StoreLike, kind: str, *, n_boot: int = 1000, seed: int = 0
 ) -> list[tuple[str, float, float, float]]:
     """The linear-position baseline's rows on ``test_store`` (|i - j| distances, left-branching depths)."""
     kind = _kind(kind)
@@ -741,9 +742,9 @@ def position_baseline(
 
 
 def rank_sweep(
-    train_store: Any,
-    dev_store: Any,
-    test_store: Any,
+    train_store: StoreLike,
+    dev_store: StoreLike,
+    test_store: StoreLike,
     layer: int | str,
     ranks: Sequence[int] | None = None,
     seed: int = 0,

@@ -28,6 +28,7 @@ import pandas as pd
 from probing.errors import InputError
 from probing.glove import UnknownWordError, Vectors
 from probing.layers import is_half, resolve
+from probing.protocols import StoreLike
 from probing.tokenize import as_words
 
 Gloss = Callable[[str], str]
@@ -225,7 +226,7 @@ def copies_of(tokens: pd.DataFrame, words: Sequence[str], *, cut: bool = True) -
 
 
 def occurrence_neighbors(
-    store: Any,
+    store: StoreLike,
     query: int | np.ndarray,
     layer: int | str,
     k: int = 5,
@@ -346,7 +347,7 @@ def neighbors(
     sentence: str | Sequence[str] | None = None,
     position: int | None = None,
     layer: int | str | None = None,
-    store: Any = None,
+    store: StoreLike | None = None,
     encoder: Any = None,
     k: int | None = None,
     rows: np.ndarray | None = None,
@@ -377,7 +378,7 @@ def neighbors(
 
 def table4(
     vectors: Vectors | None,
-    store: Any,
+    store: StoreLike,
     encoder: Any,
     word: str = "play",
     sources: Sequence[tuple[str | Sequence[str], int | None]] | None = None,

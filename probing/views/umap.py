@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from probing.errors import InputError
+from probing.protocols import StoreLike
 from probing.views.neighbors import _layer_index, _store_layer_names, type_neighbors
 from probing.views.senses import lemma_rows, sense_separation
 
@@ -145,7 +146,7 @@ def _layers(store: Any, layers: Sequence[int | str]) -> list[tuple[int, str]]:
 
 
 def umap_layers_coords(
-    store: Any,
+    store: StoreLike,
     lemmas: Sequence[str] = ("play", "bank", "line", "serve"),
     layers: Sequence[int | str] = (0, 1, 2),
     max_points: int = 400,
@@ -284,7 +285,7 @@ def _sample_note(shown: int, total: int, what: str, by: str) -> str | None:
 
 
 def umap_layers(
-    store: Any,
+    store: StoreLike,
     lemmas: Sequence[str] = ("play", "bank", "line", "serve"),
     layers: Sequence[int | str] = (0, 1, 2),
     max_points: int = 400,
@@ -466,7 +467,7 @@ def _method_title(coords: pd.DataFrame) -> str:
 
 
 def umap_pos_coords(
-    store: Any,
+    store: StoreLike,
     layers: Sequence[int | str] = (0, 1, 2),
     max_points: int = 3000,
     seed: int = 0,
@@ -519,7 +520,7 @@ def umap_pos_coords(
 
 
 def umap_pos(
-    store: Any,
+    store: StoreLike,
     layers: Sequence[int | str] = (0, 1, 2),
     max_points: int = 3000,
     seed: int = 0,
