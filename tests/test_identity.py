@@ -120,3 +120,12 @@ def test_a_package_digest_covers_each_file_by_name(name):
     assert module_digest(name) == digest(
         [[f.relative_to(root).as_posix(), source_digest(f.read_text())] for f in files]
     )
+
+
+def test_the_module_examples_hold():
+    import doctest
+
+    import probing.identity
+
+    result = doctest.testmod(probing.identity, raise_on_error=False)
+    assert result.attempted == 2 and result.failed == 0
