@@ -18,6 +18,7 @@ from matplotlib.patches import Arc
 
 from probing.errors import InputError
 from probing.figures.style import OKABE_ITO, check_columns, new_figure, percent_scale
+from probing.probes.trees import mst_edges, tree_distances
 from probing.results import metric as metric_info
 
 __all__ = ["metric_by_layer", "rank_sweep", "tree_comparison"]
@@ -121,8 +122,6 @@ def tree_comparison(
 
     Each arc's gid is ``"gold:i-j"`` or ``"pred:i-j"`` (0-based word positions, i < j).
     """
-    from probing.probes.structural import mst_edges, tree_distances  # on first use: it imports torch
-
     n = len(words)
     if len(heads) != n:
         raise InputError(f"tree_comparison: {n} words but {len(heads)} heads")

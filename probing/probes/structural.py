@@ -10,28 +10,12 @@ the parameters of the epoch with the lowest dev loss are kept (an epoch counts a
 beats the best by more than 1e-4) and training stops 5 epochs after the last improvement, or
 after 40 epochs.
 
-Trees are head arrays: ``heads[i]`` is the 1-based position of word i's head, 0 for the root
-(the CoNLL-U convention, and the ``head`` column of the store's token table).
-
-Metrics, as the paper and its reporter define them:
-
-* UUAS: minimum spanning tree of the predicted distances over the non-punctuation words, against
-  the minimum spanning tree of the gold distances over the same words (the gold arcs whenever
-  punctuation only hangs off the tree, as in UD and the Stanford Dependencies the paper used);
-  undirected edges, correct edges / gold edges pooled over the corpus.
-* DSpr.: for every word, Spearman between its predicted and gold distance rows (all words of the
-  sentence); averaged over all words of sentences of one length, then over lengths 5 to 50.
-* NSpr.: per sentence, Spearman between predicted and gold depths; averaged per length, then
-  over lengths 5 to 50.
-* Root%: share of sentences whose least-deep non-punctuation word (predicted) is the gold root.
-
-Punctuation is UPOS ``PUNCT`` for UD data, else the PTB tags ``'' , . : `` -LRB- -RRB-``.
-A Spearman correlation that is undefined (a constant predicted row) is left out of its mean.
+Trees are head arrays (:mod:`probing.probes.trees`); the metrics, UUAS, DSpr., NSpr. and Root%, are in
+:mod:`probing.probes.tree_metrics`. Both modules' public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -40,363 +24,72 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import rankdata
 
 from probing.corpora.base import check_tree
 from probing.devices import torch_device
 from probing.errors import InputError
-from probing.probes.stats import bootstrap_ci, bootstrap_ci_mean_of_means
+from probing.probes.tree_metrics import (
+    KINDS,
+    SPEARMAN_LENGTHS,
+    Masks,
+    Trees,
+    check_kind,
+    dspr,
+    dspr_per_sentence,
+    nspr,
+    nspr_per_sentence,
+    root_acc,
+    root_hits,
+    scores_with_ci,
+    uuas,
+    uuas_counts,
+)
+from probing.probes.trees import (
+    PTB_PUNCT,
+    as_heads,
+    mst_edges,
+    position_depths,
+    position_distances,
+    punctuation_mask,
+    random_trees,
+    tree_depths,
+    tree_distances,
+)
 from probing.protocols import StoreLike
 
-PTB_PUNCT = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
-SPEARMAN_LENGTHS = (5, 50)
-KINDS = ("structural-distance", "structural-depth")
-
-Trees = Sequence[Sequence[int] | np.ndarray]
-Masks = Sequence[Sequence[bool] | np.ndarray] | None
-
-
-# --- trees ------------------------------------------------------------------------------------------
-
-
-def _heads(heads: Sequence[int] | np.ndarray, where: str = "tree") -> np.ndarray:
-    h = np.asarray(heads)
-    if h.ndim != 1 or h.size == 0 or not np.issubdtype(h.dtype, np.integer):
-        raise InputError(f"{where}: heads must be a non-empty 1-D integer array, got {h.dtype} shape {h.shape}")
-    check_tree([int(v) for v in h], where)
-    return h.astype(np.int64)
-
-
-def _ancestors(heads: np.ndarray) -> np.ndarray:
-    """Boolean (n, n): A[i, k] is True iff word k is word i or one of its ancestors."""
-    n = len(heads)
-    anc = np.eye(n, dtype=bool)
-    node = np.arange(n)
-    parent = heads - 1  # -1 for the root
-    for _ in range(n):
-        alive = node >= 0
-        if not alive.any():
-            break
-        node = np.where(alive, parent[np.maximum(node, 0)], -1)
-        rows = np.flatnonzero(node >= 0)
-        anc[rows, node[rows]] = True
-    return anc
-
-
-def tree_depths(heads: Sequence[int] | np.ndarray) -> np.ndarray:
-    """int64 (n,): number of arcs from each word to the root (the root has depth 0)."""
-    return _ancestors(_heads(heads)).sum(axis=1).astype(np.int64) - 1
-
-
-def tree_distances(heads: Sequence[int] | np.ndarray) -> np.ndarray:
-    """int64 (n, n): number of arcs on the path between words i and j of the tree.
-
-    With A the ancestor-or-self matrix, d(i, j) = |A_i| + |A_j| - 2 |A_i & A_j|: the shared
-    ancestors are exactly those of the lowest common ancestor.
-    """
-    a = _ancestors(_heads(heads)).astype(np.int64)
-    size = a.sum(axis=1)
-    return size[:, None] + size[None, :] - 2 * (a @ a.T)
-
-
-def punctuation_mask(upos: Sequence[str] | None = None, xpos: Sequence[str] | None = None) -> np.ndarray:
-    """bool (n,): UPOS ``PUNCT`` when UPOS is given and not all empty, else a PTB punctuation tag."""
-    if upos is not None and any(upos):
-        return np.array([u == "PUNCT" for u in upos], dtype=bool)
-    if xpos is not None:
-        return np.array([x in PTB_PUNCT for x in xpos], dtype=bool)
-    raise InputError("punctuation_mask needs upos or xpos tags")
-
-
-def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None = None) -> list[tuple[int, int]]:
-    """Edges (i < j, 0-based) of a minimum spanning tree over the non-punctuation words.
-
-    Kruskal's algorithm over the pairs in row-major order, stably sorted by distance, so ties go to
-    the earlier pair (as in the reference implementation). ``distances`` is (n, n).
-    """
-    d = np.asarray(distances, dtype=np.float64)
-    if d.ndim != 2 or d.shape[0] != d.shape[1]:
-        raise InputError(f"mst_edges: distances must be a square (n, n) array, got shape {d.shape}")
-    keep = np.ones(len(d), dtype=bool) if punct is None else ~np.asarray(punct, dtype=bool)
-    if keep.shape != (len(d),):
-        raise InputError(f"mst_edges: punct has shape {keep.shape}, expected ({len(d)},)")
-    words = np.flatnonzero(keep)
-    if len(words) < 2:
-        return []
-    i, j = np.meshgrid(words, words, indexing="ij")
-    upper = i < j
-    i, j = i[upper], j[upper]
-    order = np.argsort(d[i, j], kind="stable")
-    parent = list(range(len(d)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    edges = []
-    for k in order:
-        a, b = find(int(i[k])), find(int(j[k]))
-        if a != b:
-            parent[a] = b
-            edges.append((int(i[k]), int(j[k])))
-            if len(edges) == len(words) - 1:
-                break
-    return edges
-
-
-# --- metrics ----------------------------------------------------------------------------------------
-
-
-def _check_pairs(pred: Sequence, heads: Trees, what: str) -> None:
-    if len(pred) != len(heads):
-        raise InputError(f"{what}: {len(pred)} predictions but {len(heads)} trees")
-
-
-def _punct(punct: Masks, i: int, n: int) -> np.ndarray:
-    if punct is None:
-        return np.zeros(n, dtype=bool)
-    p = np.asarray(punct[i], dtype=bool)
-    if p.shape != (n,):
-        raise InputError(f"sentence {i}: punct has shape {p.shape}, expected ({n},)")
-    return p
-
-
-def _as_matrix(p: Any, n: int, i: int) -> np.ndarray:
-    a = np.asarray(p, dtype=np.float64)
-    if a.shape != (n, n):
-        raise InputError(f"sentence {i}: predicted distances have shape {a.shape}, the tree has {n} words")
-    return a
-
-
-def _as_vector(p: Any, n: int, i: int) -> np.ndarray:
-    a = np.asarray(p, dtype=np.float64)
-    if a.shape != (n,):
-        raise InputError(f"sentence {i}: predicted depths have shape {a.shape}, the tree has {n} words")
-    return a
-
-
-def _row_spearman(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """Spearman correlation of each row of ``pred`` with the same row of ``gold`` (NaN where undefined)."""
-    rp = rankdata(pred, axis=-1)
-    rg = rankdata(gold, axis=-1)
-    rp -= rp.mean(axis=-1, keepdims=True)
-    rg -= rg.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (rp * rg).sum(-1) / np.sqrt((rp * rp).sum(-1) * (rg * rg).sum(-1))
-
-
-def uuas_counts(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per sentence: (gold MST edges also in the predicted MST, gold MST edges), both int64 (n_sentences,)."""
-    _check_pairs(pred_distances, heads, "uuas")
-    correct, total = np.zeros(len(heads), np.int64), np.zeros(len(heads), np.int64)
-    for s, h in enumerate(heads):
-        gold = tree_distances(h)
-        p = _punct(punct, s, len(gold))
-        gold_edges = set(mst_edges(gold, p))
-        pred_edges = set(mst_edges(_as_matrix(pred_distances[s], len(gold), s), p))
-        correct[s], total[s] = len(gold_edges & pred_edges), len(gold_edges)
-    return correct, total
-
-
-def uuas(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> float:
-    """Undirected unlabelled attachment score of the predicted distances' MSTs, pooled over sentences.
-
-    pred_distances : one (n, n) array per sentence; heads : one (n,) head array per sentence;
-    punct : one bool (n,) mask per sentence (None: no punctuation).
-    """
-    correct, total = uuas_counts(pred_distances, heads, punct)
-    if total.sum() == 0:
-        raise InputError("uuas: no gold edge between non-punctuation words in any sentence")
-    return float(correct.sum() / total.sum())
-
-
-def dspr_per_sentence(pred_distances: Sequence, heads: Trees) -> np.ndarray:
-    """float64 (n_sentences,): mean over the sentence's words of the row-wise Spearman correlation."""
-    _check_pairs(pred_distances, heads, "dspr")
-    out = np.empty(len(heads))
-    for s, h in enumerate(heads):
-        gold = tree_distances(h)
-        r = _row_spearman(_as_matrix(pred_distances[s], len(gold), s), gold.astype(np.float64))
-        out[s] = np.nanmean(r) if np.isfinite(r).any() else np.nan
-    return out
-
-
-def nspr_per_sentence(pred_depths: Sequence, heads: Trees) -> np.ndarray:
-    """float64 (n_sentences,): Spearman between predicted and gold depths of each sentence."""
-    _check_pairs(pred_depths, heads, "nspr")
-    out = np.empty(len(heads))
-    for s, h in enumerate(heads):
-        gold = tree_depths(h).astype(np.float64)
-        out[s] = _row_spearman(_as_vector(pred_depths[s], len(gold), s), gold)
-    return out
-
-
-def _length_average(values: np.ndarray, lengths: np.ndarray, span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    keep = (lengths >= span[0]) & (lengths <= span[1]) & np.isfinite(values)
-    return values[keep], lengths[keep]
-
-
-def _mean_of_length_means(values: np.ndarray, lengths: np.ndarray, span: tuple[int, int], what: str) -> float:
-    v, n = _length_average(values, lengths, span)
-    if v.size == 0:
-        raise InputError(f"{what}: no sentence of length {span[0]} to {span[1]} with a defined correlation")
-    return float(np.mean([v[n == k].mean() for k in np.unique(n)]))
-
-
-def dspr(pred_distances: Sequence, heads: Trees, lengths: tuple[int, int] = SPEARMAN_LENGTHS) -> float:
-    """Distance Spearman: per-word row correlations averaged per sentence length, then over ``lengths``.
-
-    Every sentence of a length has as many words, so the per-length mean over words is the mean of
-    the per-sentence means.
-    """
-    sizes = np.array([len(h) for h in heads])
-    return _mean_of_length_means(dspr_per_sentence(pred_distances, heads), sizes, lengths, "dspr")
-
-
-def nspr(pred_depths: Sequence, heads: Trees, lengths: tuple[int, int] = SPEARMAN_LENGTHS) -> float:
-    """Norm (depth) Spearman: per-sentence correlations averaged per length, then over ``lengths``."""
-    sizes = np.array([len(h) for h in heads])
-    return _mean_of_length_means(nspr_per_sentence(pred_depths, heads), sizes, lengths, "nspr")
-
-
-def root_hits(pred_depths: Sequence, heads: Trees, punct: Masks = None) -> np.ndarray:
-    """bool (n_sentences,): the least deep non-punctuation word (predicted) is the gold root.
-
-    A sentence of punctuation only falls back to the least deep word overall, as in the reference.
-    """
-    _check_pairs(pred_depths, heads, "root_acc")
-    hits = np.zeros(len(heads), dtype=bool)
-    for s, h in enumerate(heads):
-        gold = _heads(h, f"sentence {s}")
-        d = _as_vector(pred_depths[s], len(gold), s).copy()
-        p = _punct(punct, s, len(gold))
-        if not p.all():
-            d[p] = np.inf
-        hits[s] = int(np.argmin(d)) == int(np.flatnonzero(gold == 0)[0])
-    return hits
-
-
-def root_acc(pred_depths: Sequence, heads: Trees, punct: Masks = None) -> float:
-    """Share of sentences whose least deep non-punctuation word is the gold root."""
-    hits = root_hits(pred_depths, heads, punct)
-    if hits.size == 0:
-        raise InputError("root_acc: no sentences")
-    return float(hits.mean())
-
-
-def scores_with_ci(
-    kind: str,
-    predictions: Sequence,
-    heads: Trees,
-    punct: Masks = None,
-    *,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> list[tuple[str, float, float, float]]:
-    """``(metric, value, ci_low, ci_high)`` rows: uuas and dspr (distance) or root_acc and nspr (depth).
-
-    Intervals resample sentences: UUAS as a pooled ratio of edges clustered by sentence, Root% over
-    sentences, DSpr./NSpr. with the per-length averaging redone in every replicate.
-    """
-    kind = _kind(kind)
-    sizes = np.array([len(h) for h in heads])
-    rows = []
-    if kind == "structural-distance":
-        correct, total = uuas_counts(predictions, heads, punct)
-        edge_hits = np.concatenate([np.arange(t) < c for c, t in zip(correct, total, strict=True)]).astype(float)
-        groups = np.repeat(np.arange(len(total)), total)
-        rows.append(
-            (
-                "uuas",
-                float(correct.sum() / total.sum()),
-                *bootstrap_ci(edge_hits, groups, n_boot=n_boot, alpha=alpha, seed=seed),
-            )
-        )
-        per_sentence, name = dspr_per_sentence(predictions, heads), "dspr"
-    else:
-        hits = root_hits(predictions, heads, punct).astype(float)
-        rows.append(("root_acc", float(hits.mean()), *bootstrap_ci(hits, n_boot=n_boot, alpha=alpha, seed=seed)))
-        per_sentence, name = nspr_per_sentence(predictions, heads), "nspr"
-    v, n = _length_average(per_sentence, sizes, SPEARMAN_LENGTHS)
-    if v.size:
-        value = _mean_of_length_means(per_sentence, sizes, SPEARMAN_LENGTHS, name)
-        rows.append((name, value, *bootstrap_ci_mean_of_means(v, n, n_boot=n_boot, alpha=alpha, seed=seed)))
-    else:
-        rows.append((name, math.nan, math.nan, math.nan))
-    return rows
-
-
-# --- baselines and controls -------------------------------------------------------------------------
-
-
-def position_distances(lengths: Sequence[int]) -> list[np.ndarray]:
-    """Linear-position baseline for distances: |i - j| for every pair, one (n, n) array per sentence."""
-    return [np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]).astype(np.float64) for n in lengths]
-
-
-def position_depths(lengths: Sequence[int]) -> list[np.ndarray]:
-    """Linear-position baseline for depths: left-branching depth, word i (0-based) at depth i.
-
-    It is the depth in the chain whose root is the first word and where each word heads the next;
-    its Root% is the share of sentences rooted at their first non-punctuation word.
-    """
-    return [np.arange(n, dtype=np.float64) for n in lengths]
-
-
-def random_trees(lengths: Sequence[int], seed: int = 0) -> list[np.ndarray]:
-    """Control trees: for each length n a tree drawn uniformly from all n^(n-2) trees over n words
-    (decoded from a random Prüfer sequence), rooted at a uniformly drawn word. Head arrays, 0 = root."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for n in lengths:
-        n = int(n)
-        if n < 1:
-            raise InputError(f"random_trees: lengths must be positive, got {n}")
-        adj: list[list[int]] = [[] for _ in range(n)]
-        if n == 2:
-            adj[0].append(1)
-            adj[1].append(0)
-        elif n > 2:
-            prufer = rng.integers(0, n, size=n - 2)
-            degree = np.ones(n, dtype=np.int64)
-            np.add.at(degree, prufer, 1)
-            leaves = [i for i in range(n) if degree[i] == 1]
-            heapq.heapify(leaves)
-            for v in prufer:
-                leaf = heapq.heappop(leaves)
-                adj[leaf].append(int(v))
-                adj[int(v)].append(leaf)
-                degree[v] -= 1
-                if degree[v] == 1:
-                    heapq.heappush(leaves, int(v))
-            a, b = heapq.heappop(leaves), heapq.heappop(leaves)
-            adj[a].append(b)
-            adj[b].append(a)
-        root = int(rng.integers(0, n))
-        heads = np.zeros(n, dtype=np.int64)
-        seen, stack = {root}, [root]
-        while stack:
-            u = stack.pop()
-            for v in adj[u]:
-                if v not in seen:
-                    seen.add(v)
-                    heads[v] = u + 1
-                    stack.append(v)
-        out.append(heads)
-    return out
-
+__all__ = [
+    "DepthProbe",
+    "DistanceProbe",
+    "KINDS",
+    "Masks",
+    "PTB_PUNCT",
+    "SPEARMAN_LENGTHS",
+    "StoreSentences",
+    "Trees",
+    "dspr",
+    "dspr_per_sentence",
+    "mst_edges",
+    "nspr",
+    "nspr_per_sentence",
+    "position_baseline",
+    "position_depths",
+    "position_distances",
+    "punctuation_mask",
+    "random_trees",
+    "rank_sweep",
+    "root_acc",
+    "root_hits",
+    "run_structural",
+    "scores_with_ci",
+    "store_punct",
+    "store_trees",
+    "tree_depths",
+    "tree_distances",
+    "uuas",
+    "uuas_counts",
+]
 
 # --- probes -----------------------------------------------------------------------------------------
-
-
-def _kind(kind: str) -> str:
-    k = kind if kind.startswith("structural-") else f"structural-{kind}"
-    if k not in KINDS:
-        raise InputError(f"kind must be one of {KINDS} (or 'distance' / 'depth'), got {kind!r}")
-    return k
 
 
 class _StructuralProbe:
@@ -479,7 +172,7 @@ class _StructuralProbe:
             raise InputError(f"{what}: no sentences")
         labels = []
         for i, h in enumerate(trees):
-            lab = self._labels(_heads(h, f"{what} sentence {i}")).astype(np.float32)
+            lab = self._labels(as_heads(h, f"{what} sentence {i}")).astype(np.float32)
             labels.append(lab)
         return labels
 
@@ -719,7 +412,7 @@ def run_structural(
     ``control=True`` replaces every split's trees by :func:`random_trees` of the same lengths (the
     control task; selectivity = score - control score).
     """
-    kind = _kind(kind)
+    kind = check_kind(kind)
     trees = [store_trees(s) for s in (train_store, dev_store, test_store)]
     if control:
         trees = [random_trees([len(h) for h in t], seed=seed + 1000 * k) for k, t in enumerate(trees)]
@@ -734,7 +427,7 @@ def position_baseline(
     test_store: StoreLike, kind: str, *, n_boot: int = 1000, seed: int = 0
 ) -> list[tuple[str, float, float, float]]:
     """The linear-position baseline's rows on ``test_store`` (|i - j| distances, left-branching depths)."""
-    kind = _kind(kind)
+    kind = check_kind(kind)
     trees = store_trees(test_store)
     lengths = [len(h) for h in trees]
     pred = position_distances(lengths) if kind == "structural-distance" else position_depths(lengths)
