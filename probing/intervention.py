@@ -11,8 +11,10 @@ erasers' fingerprints, so its stores are keyed by the erasers.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,10 +22,36 @@ import numpy as np
 from probing.encoders import ElmoEncoder, RandomElmoEncoder
 from probing.erasure import Eraser, fit_eraser_on_store
 from probing.errors import InputError
-from probing.protocols import StoreLike
+from probing.protocols import CorpusLike, StoreLike
 
 
-class IntervenedElmoEncoder:
+class _Intervention:
+    """What both intervened encoders share: the base encoder's layers, width and OOV mask, and the name."""
+
+    base: ElmoEncoder | RandomElmoEncoder
+    layer: int
+    label: str
+    method: str
+    name: str
+
+    @property
+    def intervention(self) -> str:
+        """The results' ``intervention`` value: ``"intervene:<layer>:<label>:<method>"``."""
+        return f"intervene:{self.layer}:{self.label}:{self.method}"
+
+    @property
+    def layer_names(self) -> list[str]:
+        return self.base.layer_names
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
+        return self.base.oov_mask(words)
+
+
+class IntervenedElmoEncoder(_Intervention):
     """``base`` (an ELMo encoder) with ``forward``/``backward`` erasers on layer ``layer``'s direction halves.
 
     ``label`` and ``method`` only name the intervention (:attr:`intervention`, ``"intervene:1:upos:leace"``).
@@ -60,19 +88,6 @@ class IntervenedElmoEncoder:
         self.name = name or f"{base.name}-{self.intervention}"
 
     @property
-    def intervention(self) -> str:
-        """The results' ``intervention`` value: ``"intervene:<layer>:<label>:<method>"``."""
-        return f"intervene:{self.layer}:{self.label}:{self.method}"
-
-    @property
-    def layer_names(self) -> list[str]:
-        return self.base.layer_names
-
-    @property
-    def dim(self) -> int:
-        return self.base.dim
-
-    @property
     def fingerprint(self) -> str:
         h = hashlib.sha256(f"intervene:{self.base.fingerprint}:{self.layer}".encode())
         for eraser in self.erasers:
@@ -83,9 +98,6 @@ class IntervenedElmoEncoder:
         """As the base encoder's ``encode``, with the erasers applied inside the biLM."""
         edits = {self.layer: (self.erasers[0].torch_transform, self.erasers[1].torch_transform)}
         return self.base.model.embed(sentences, batch_size=self.base.batch_size, edits=edits)
-
-    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
-        return self.base.oov_mask(words)
 
     def __repr__(self) -> str:
         return f"IntervenedElmoEncoder(name={self.name!r}, {self.intervention}, base={self.base!r})"
@@ -115,3 +127,46 @@ def fit_intervention(
     ]
     label = labels if isinstance(labels, str) else "labels"
     return IntervenedElmoEncoder(base, layer, erasers[0], erasers[1], label=label, method=method)
+
+
+class LazyIntervenedEncoder(_Intervention):
+    """An :class:`IntervenedElmoEncoder` fitted on first use: its name, layers and width are known at once; its
+    fingerprint or ``encode`` first extracts ``base`` on ``fit_on()`` (a corpus; cached in ``cache_dir`` as any
+    store) and fits the erasers there. What the experiment file's ``intervene = {...}`` builds."""
+
+    def __init__(
+        self,
+        base: ElmoEncoder | RandomElmoEncoder,
+        fit_on: Callable[[], CorpusLike],
+        layer: int,
+        label: str,
+        method: str = "leace",
+        *,
+        rank: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        name: str | None = None,
+    ):
+        self.base, self.fit_on, self.layer, self.label, self.method = base, fit_on, layer, label, method
+        self.rank, self.cache_dir = rank, cache_dir
+        self.name = name or f"{base.name}-{self.intervention}"
+
+    @functools.cached_property
+    def fitted(self) -> IntervenedElmoEncoder:
+        """The erasers fitted on the base model's store of ``fit_on`` (extracted, or read from the cache)."""
+        from probing.store import extract
+
+        store = extract(self.base, self.fit_on(), cache_dir=self.cache_dir, progress=False)
+        enc = fit_intervention(self.base, store, self.layer, self.label, self.method, rank=self.rank)
+        enc.name = self.name
+        return enc
+
+    @property
+    def fingerprint(self) -> str:
+        return self.fitted.fingerprint
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        return self.fitted.encode(sentences)
+
+    def __repr__(self) -> str:
+        state = "fitted" if "fitted" in self.__dict__ else "not fitted"
+        return f"LazyIntervenedEncoder(name={self.name!r}, {self.intervention}, {state}, base={self.base!r})"

@@ -192,3 +192,76 @@ def test_fit_intervention_on_the_base_encoders_store(base, tmp_path):
         assert np.abs(means - X.mean(0)).max() < 1e-2  # fp16 store: class means equal to its rounding
     with pytest.raises(InputError, match="another encoder"):
         fit_intervention(get_encoder("random-elmo:" + str(FIX)), store, 1, "upos")
+
+
+def experiment(intervene: dict, kind: str = "elmo") -> dict:
+    encoder = {"name": "amnesic", "kind": kind, "intervene": intervene}
+    if kind == "elmo":
+        encoder.update(options=str(FIX / "options.json"), weights=str(FIX / "lm_weights.hdf5"))
+    task = {"name": "upos", "kind": "tagging", "label": "upos", "train": "demo-ud:train", "test": ["demo-ud:test"]}
+    return {"experiment": {"name": "erase"}, "encoders": [encoder], "tasks": [task]}
+
+
+def test_experiment_intervene_option_builds_the_fitted_encoder(tmp_path):
+    """``intervene = {...}`` on an [[encoders]] table gives an encoder whose erasers are fitted on first use on the
+    unedited model's store of ``fit_on``: the same fingerprint as fit_intervention on that store."""
+    from probing.encoders import ElmoEncoder
+    from probing.experiment.spec import parse_experiment
+    from probing.intervention import LazyIntervenedEncoder, fit_intervention
+    from probing.store import extract
+
+    fit_on = f"conllu:{DEMO_DEV}"
+    exp = parse_experiment(experiment({"layer": 1, "label": "upos", "fit_on": fit_on}))
+    spec = exp.encoders[0]
+    assert exp.to_dict()["encoders"][0]["intervene"]["method"] == "leace"
+    enc = spec.build(tmp_path)
+    assert isinstance(enc, LazyIntervenedEncoder) and enc.name == "amnesic" and enc.dim == 32
+    assert "fitted" not in enc.__dict__  # nothing is fitted until the fingerprint is asked for
+    base = ElmoEncoder(FIX / "options.json", FIX / "lm_weights.hdf5")
+    store = extract(base, spec.intervene.fit_on.load(), cache_dir=tmp_path, progress=False)
+    assert enc.fingerprint == fit_intervention(base, store, 1, "upos").fingerprint
+    assert enc.intervention == "intervene:1:upos:leace"
+
+
+@pytest.mark.parametrize(
+    ("intervene", "kind", "message"),
+    [
+        ({"layer": 1, "label": "upos", "fit_on": "demo-ud:train", "method": "pca"}, "elmo", "method"),
+        ({"layer": 1, "label": "sense", "fit_on": "demo-ud:train"}, "elmo", "label"),
+        ({"layer": 1, "label": "upos"}, "elmo", "fit_on"),
+        ({"layer": 1, "label": "upos", "fit_on": "demo-ud:train", "rank": 3}, "elmo", "rank"),
+        ({"layer": 1, "label": "upos", "fit_on": "demo-ud:train"}, "glove", "intervene"),
+    ],
+)
+def test_experiment_intervene_option_errors(intervene, kind, message):
+    from probing._toml import ExperimentError
+    from probing.experiment.spec import parse_experiment
+
+    with pytest.raises(ExperimentError, match=message):
+        parse_experiment(experiment(intervene, kind))
+
+
+def test_run_experiment_with_an_intervened_encoder(tmp_path):
+    """The runner builds the intervened encoder with the experiment's cache: its rows come out under its name,
+    and its stores are another key than the unedited model's."""
+    from probing.experiment import run_experiment
+    from probing.experiment.spec import parse_experiment
+
+    data = experiment({"layer": 1, "label": "upos", "fit_on": f"conllu:{DEMO_DEV}"})
+    plain = {
+        "name": "plain",
+        "kind": "elmo",
+        "options": str(FIX / "options.json"),
+        "weights": str(FIX / "lm_weights.hdf5"),
+    }
+    data["encoders"].append(plain)
+    data["experiment"].update(cache_dir=str(tmp_path / "cache"), max_sentences=30, seeds=[0], bootstrap=10)
+    data["probe"] = {"C": [1.0], "control": False, "mix": False, "concat": False}
+    res = run_experiment(parse_experiment(data), tmp_path / "out", progress=False)
+    acc = res.results.query("metric == 'accuracy' and layer in ['1', '2'] and encoder in ['amnesic', 'plain']")
+    score = acc.pivot_table(index="layer", columns="encoder", values="value")
+    majority = res.results.query("layer == 'majority' and metric == 'accuracy'")["value"].iloc[0]
+    # UPOS erased from layer 1 (fitted on the whole demo dev split): a probe on 30 training sentences of the
+    # erased layer 1 scores the majority class's 14.4 %, on the unedited one 38.3 %
+    assert abs(score.loc["1", "amnesic"] - majority) < 0.02 < score.loc["1", "plain"] - majority - 0.1
+    assert res.store("amnesic", "demo-ud", "test").key != res.store("plain", "demo-ud", "test").key

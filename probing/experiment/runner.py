@@ -106,7 +106,7 @@ class _Run:
 
     def __init__(self, exp: Experiment, progress: bool):
         self.exp, self.progress = exp, progress
-        self.encoders: dict[str, Encoder] = {spec.name: spec.build() for spec in exp.encoders}
+        self.encoders: dict[str, Encoder] = {spec.name: spec.build(exp.cache_dir) for spec in exp.encoders}
         self.corpora: dict[DataRef, Any] = {}
         self.parts: dict[tuple[str, DataRef], Part] = {}
         self.stores: dict[tuple[str, DataRef], Store] = {}
@@ -184,7 +184,14 @@ class _Run:
         self.log(f"activations: {len(todo)} stores on Ray ({address}), up to {n} shard tasks each")
         t0 = time.time()
         stores = extract_ray_many(
-            [(specs[enc].build, functools.partial(ref.load, self.exp.max_sentences), n) for enc, ref in todo],
+            [
+                (
+                    functools.partial(specs[enc].build, self.exp.cache_dir),
+                    functools.partial(ref.load, self.exp.max_sentences),
+                    n,
+                )
+                for enc, ref in todo
+            ],
             cache_dir=self.exp.cache_dir,
             num_gpus=gpus_for(device),
             device=device,

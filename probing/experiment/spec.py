@@ -121,6 +121,28 @@ class DataRef:
 
 
 @dataclass(frozen=True)
+class InterveneSpec:
+    """An ELMo encoder's ``intervene = { layer = 1, label = "upos", method = "leace", fit_on = "demo-ud:train" }``:
+    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.intervention`),
+    erasers fitted on the unedited model's store of ``fit_on``; ``rank`` only for ``method = "random"``."""
+
+    layer: int
+    label: str
+    fit_on: DataRef
+    method: str = "leace"
+    rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "label": self.label,
+            "method": self.method,
+            "fit_on": _ref_dict(self.fit_on),
+            "rank": self.rank,
+        }
+
+
+@dataclass(frozen=True)
 class EncoderSpec:
     """How to build one encoder (see the module docstring); :meth:`build` returns a lazy encoder."""
 
@@ -133,8 +155,27 @@ class EncoderSpec:
     seed: int = 0
     stateful: bool = False
     batch_size: int = 64
+    intervene: InterveneSpec | None = None
 
-    def build(self) -> Encoder:
+    def build(self, cache_dir: Path | None = None) -> Encoder:
+        """The encoder; with ``intervene``, one whose erasers are fitted on first use (their store of the fitting
+        data goes to ``cache_dir``, the experiment's)."""
+        base = self._base()
+        if self.intervene is None:
+            return base
+        from probing.intervention import LazyIntervenedEncoder
+
+        iv = self.intervene
+        assert isinstance(base, (ElmoEncoder, RandomElmoEncoder))  # the parser allows intervene on ELMo only
+        return LazyIntervenedEncoder(
+            base, iv.fit_on.load, iv.layer, iv.label, iv.method, rank=iv.rank, cache_dir=cache_dir, name=self.name
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items() if k != "intervene"}
+        return out if self.intervene is None else {**out, "intervene": self.intervene.to_dict()}
+
+    def _base(self) -> Encoder:
         if self.kind == "glove":
             enc = get_encoder("glove" if self.vectors in (None, "glove-6b-50d") else f"glove:{self.vectors}")
             enc.name = self.name
@@ -253,9 +294,7 @@ class Experiment:
                 **({} if self.shards is None else {"shards": self.shards}),
             },
             "probe": self.probe.to_dict(),
-            "encoders": [
-                {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
-            ],
+            "encoders": [e.to_dict() for e in self.encoders],
             "tasks": [t.to_dict() for t in self.tasks],
             **({} if self.similarity is None else {"similarity": self.similarity.to_dict()}),
         }
@@ -351,12 +390,29 @@ def _encoder(t: Table) -> EncoderSpec:
             seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
             stateful=t.boolean("stateful", False) if kind == "elmo" else False,
             batch_size=t.integer("batch_size", 64, minimum=1),
+            intervene=_intervene(t.table("intervene")) if "intervene" in t.data else None,
         )
         if spec.model is not None:
             from probing.elmo.hub import REGISTRY
 
             if spec.model not in REGISTRY:
                 raise t.fail("model", f"a checkpoint name ({', '.join(REGISTRY)})", spec.model)
+    t.done()
+    return spec
+
+
+def _intervene(t: Table) -> InterveneSpec:
+    from probing.erasure import METHODS
+    from probing.tasks.tagging import LABEL_COLUMNS
+
+    method = t.string("method", "leace", choices=METHODS)
+    spec = InterveneSpec(
+        layer=t.integer("layer", minimum=1),
+        label=t.string("label", choices=LABEL_COLUMNS),
+        fit_on=_data_ref(t, "fit_on", t.get("fit_on", "'dataset:split' or a data table", lambda v: True)),
+        method=method,
+        rank=t.integer("rank", None, minimum=1) if method == "random" else None,
+    )
     t.done()
     return spec
 
