@@ -22,8 +22,8 @@ put and only the label's directions are flattened):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -31,7 +31,11 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from probing.errors import InputError
+from probing.layers import resolve
 from probing.protocols import StoreLike
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METHODS = ("leace", "inlp", "random")
 CHUNK_ROWS = 8192
@@ -303,3 +307,71 @@ def _project_out(X, basis: np.ndarray, bias: np.ndarray) -> np.ndarray:
         chunk = np.asarray(X[start : start + CHUNK_ROWS], dtype=np.float64)
         out[start : start + CHUNK_ROWS] = chunk - ((chunk - bias) @ basis) @ basis.T
     return out
+
+
+# ----------------------------------------------------------------------------- erased stores
+
+
+def fit_layer_erasers(
+    store: StoreLike, labels: str, method: str = "leace", *, ranks: Mapping[str, int] | None = None
+) -> dict[str, Eraser]:
+    """One eraser per stored layer of ``store`` for the token column ``labels`` (a task's training store);
+    ``ranks`` (per layer) sets a random control's rank, e.g. ``{k: e.rank_ for k, e in leace.items()}``."""
+    return {
+        name: fit_eraser_on_store(store, name, labels, method, None if ranks is None else ranks[name])
+        for name in store.layer_names
+    }
+
+
+class ErasedStore:
+    """``base`` seen through per-layer erasers (a StoreLike): ``layer(k)`` is the eraser of ``k``'s stored layer
+    applied to it (float32; a half ``"1f"`` is cut from the erased layer), everything else is ``base``'s.
+    Its ``key`` covers the base key, ``intervention`` and every eraser's fingerprint."""
+
+    def __init__(self, base: StoreLike, erasers: Mapping[str, Eraser], intervention: str):
+        self.base, self.erasers, self.intervention = base, dict(erasers), intervention
+        self.path, self.manifest = base.path, base.manifest
+
+    @property
+    def key(self) -> str:
+        h = hashlib.sha256(f"{self.base.key}:{self.intervention}".encode())
+        for name in sorted(self.erasers):
+            h.update(f"{name}:{self.erasers[name].fingerprint}".encode())
+        return h.hexdigest()
+
+    @property
+    def layer_names(self) -> list[str]:
+        return self.base.layer_names
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    @property
+    def tokens(self) -> pd.DataFrame:
+        return self.base.tokens
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.base.offsets
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getattr__(self, name: str) -> Any:  # n_sentences, rows(), sentence(), ... of the base store
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def layer_index(self, k: int | str) -> int:
+        return self.base.layer_index(k)
+
+    def layer(self, k: int | str, rows: Any = None, dtype: Any = None) -> np.ndarray:
+        names = self.base.layer_names
+        index, columns = resolve(k, names, self.dim) if isinstance(k, str) else (self.layer_index(k), slice(None))
+        name = names[index]
+        X = self.base.layer(name, rows=rows)
+        if name in self.erasers:
+            X = self.erasers[name].transform(X)
+        X = X[:, columns]
+        return X if dtype is None else X.astype(dtype, copy=False)

@@ -43,7 +43,7 @@ from scipy import stats
 from probing._io import atomic_path
 from probing.errors import InputError
 from probing.layers import is_half
-from probing.results import RESULT_COLUMNS, headline_metrics, layer_sort_key, validate_results
+from probing.results import INTERVENTION, RESULT_COLUMNS, headline_metrics, layer_sort_key, validate_results
 from probing.results import metric as metric_info
 
 __all__ = [
@@ -143,9 +143,11 @@ def _check_columns(df: pd.DataFrame, required: Iterable[str], what: str) -> None
 
 
 def _check_results(results: pd.DataFrame) -> pd.DataFrame:
-    """Validate the results contract (:func:`probing.results.validate_results`) and return a typed copy."""
-    _check_columns(results, RESULT_COLUMNS, "results")
-    return validate_results(results)
+    """Validate the results contract (:func:`probing.results.validate_results`) and return a typed copy of the
+    rows of the unedited representation (``intervention == ""``)."""
+    _check_columns(results, [c for c in RESULT_COLUMNS if c != INTERVENTION], "results")
+    df = validate_results(results)
+    return df[df[INTERVENTION] == ""].reset_index(drop=True)  # erase/intervene rows have no figure here yet
 
 
 _KEYS = ["task", "dataset", "split", "encoder", "layer", "metric"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -166,6 +167,8 @@ class TinyStore:
         import pandas as pd
 
         self.path = Path("tiny-store")
+        self.manifest: dict = {}
+        self.key = "tiny"
         self._X = X
         sense = ["" if i % 3 else f"s{i % 2}" for i in range(len(labels))]
         self.tokens = pd.DataFrame({"upos": labels, "sense": sense})
@@ -174,6 +177,9 @@ class TinyStore:
 
     def __len__(self) -> int:
         return len(self._X)
+
+    def layer_index(self, k) -> int:
+        return int(k)
 
     def layer(self, k, rows=None, dtype=None):
         from probing.layers import resolve
@@ -202,3 +208,59 @@ def test_fit_on_a_store_half_and_column():
 @parametrize_with_checks([Eraser("leace"), Eraser("random", rank=1)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- the results' intervention column ---------------------------------------------------------------------------
+
+
+def test_intervention_column_round_trips_and_old_files_read_as_empty(tmp_path):
+    """Rows carry ``intervention`` ("" for none); a results.csv written before the column existed reads as ""."""
+    from probing.results import RESULT_COLUMNS, ResultsFormatError, ResultsTable, read_results, write_results
+
+    t = ResultsTable()
+    row = dict(task="upos", dataset="d", split="test", encoder="elmo", layer="2", metric="accuracy", value=0.9)
+    t.add(**row)
+    t.add(**row, intervention="erase:upos:leace")
+    df = t.to_frame()
+    assert RESULT_COLUMNS[-1] == "intervention" and df["intervention"].tolist() == ["", "erase:upos:leace"]
+    write_results(df, tmp_path, {})
+    pd.testing.assert_frame_equal(read_results(tmp_path), df)
+    old = tmp_path / "old"
+    old.mkdir()
+    df.iloc[:1].drop(columns=["intervention"]).to_csv(old / "results.csv", index=False)
+    assert read_results(old)["intervention"].tolist() == [""]
+    with pytest.raises(ResultsFormatError, match="intervention must be a string"):
+        t.add(**row, intervention=None)
+
+
+def test_erased_store_reads_every_layer_through_its_eraser():
+    """ErasedStore.layer is the layer's eraser applied to the base layer; a half is cut from the erased layer;
+    the key covers the erasers."""
+    from probing.erasure import ErasedStore, fit_layer_erasers
+
+    X, y = mixture(600, d=8)
+    store = TinyStore(X, [f"t{c}" for c in y])
+    erasers = fit_layer_erasers(store, "upos")
+    view = ErasedStore(store, erasers, "erase:upos:leace")
+    np.testing.assert_allclose(view.layer("1"), erasers["1"].transform(X), rtol=1e-6)
+    np.testing.assert_allclose(view.layer("0", rows=[3, 5]), erasers["0"].transform(-X[[3, 5]]), rtol=1e-6)
+    np.testing.assert_array_equal(view.layer("1b"), view.layer("1")[:, 4:])
+    assert view.layer(1, dtype=np.float16).dtype == np.float16 and len(view) == 600
+    control = fit_layer_erasers(store, "upos", "random", ranks={k: e.rank_ for k, e in erasers.items()})
+    assert [e.rank_ for e in control.values()] == [4, 4]
+    assert ErasedStore(store, control, "erase:upos:random").key not in (view.key, store.key)
+    assert view.tokens is store.tokens
+
+
+def test_figures_aggregate_the_unedited_rows_only():
+    """Erase rows share every key but ``intervention`` with the task's own rows; the figures' aggregate keeps
+    the unedited ones (it would otherwise refuse them as duplicates)."""
+    from probing.figures import aggregate
+    from probing.results import ResultsTable
+
+    t = ResultsTable()
+    row = dict(task="upos", dataset="d", split="test", encoder="elmo", layer="2", metric="accuracy")
+    t.add(**row, value=0.9, ci_low=0.85, ci_high=0.95)
+    t.add(**row, value=0.3, ci_low=0.25, ci_high=0.35, intervention="erase:upos:leace")
+    got = aggregate(t.to_frame())
+    assert len(got) == 1 and got["value"].iloc[0] == 0.9

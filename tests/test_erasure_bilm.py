@@ -265,3 +265,68 @@ def test_run_experiment_with_an_intervened_encoder(tmp_path):
     # erased layer 1 scores the majority class's 14.4 %, on the unedited one 38.3 %
     assert abs(score.loc["1", "amnesic"] - majority) < 0.02 < score.loc["1", "plain"] - majority - 0.1
     assert res.store("amnesic", "demo-ud", "test").key != res.store("plain", "demo-ud", "test").key
+    tags = res.results.groupby("encoder")["intervention"].unique()
+    assert list(tags["amnesic"]) == ["intervene:1:upos:leace"] and list(tags["plain"]) == [""]
+
+
+def test_erase_task_option_adds_rows_that_differ_only_in_intervention(tmp_path):
+    """``erase = { label = "upos" }`` runs the task again on every layer with UPOS erased by LEACE (fitted on the
+    training store) and by the same-rank random control: the same rows, told apart by ``intervention``."""
+    from probing.experiment import run_experiment
+    from probing.experiment.spec import parse_experiment
+
+    data = experiment({"layer": 1, "label": "upos", "fit_on": f"conllu:{DEMO_DEV}"})
+    data["encoders"] = [
+        {"name": "plain", "kind": "elmo", "options": str(FIX / "options.json"), "weights": str(FIX / "lm_weights.hdf5")}
+    ]
+    data["tasks"][0]["erase"] = {"label": "upos"}
+    data["experiment"].update(cache_dir=str(tmp_path / "cache"), max_sentences=30, seeds=[0], bootstrap=10)
+    data["probe"] = {"C": [1.0], "control": False, "mix": False, "concat": False}
+    res = run_experiment(parse_experiment(data), tmp_path / "out", progress=False)
+    rows = res.results[res.results["encoder"] == "plain"]
+    keys = ["task", "dataset", "split", "encoder", "layer", "metric", "seed"]
+    by = {tag: set(map(tuple, g[keys].to_numpy())) for tag, g in rows.groupby("intervention")}
+    assert set(by) == {"", "erase:upos:leace", "erase:upos:random"}
+    assert by[""] == by["erase:upos:leace"] == by["erase:upos:random"]
+    acc = rows[rows["metric"] == "accuracy"].pivot_table(index="layer", columns="intervention", values="value")
+    majority = res.results.query("layer == 'majority' and metric == 'accuracy'")["value"].iloc[0]
+    # measured: every layer 14.4 % (the majority class) after LEACE; unerased 38.3 / 38.3 / 35.9 %, random
+    # control 37.9 / 37.3 / 37.3 % (30 training sentences of the 32-wide AllenNLP test biLM)
+    assert (acc["erase:upos:leace"] - majority).abs().max() < 0.01
+    assert (acc["erase:upos:random"] - acc[""]).abs().max() < 0.03
+    assert (acc[""] - majority).min() > 0.2
+    summary = res.summary()
+    assert "intervention" in summary.index.names
+
+
+@pytest.mark.parametrize(
+    ("erase", "message"),
+    [
+        ({"label": "upos", "method": "pca"}, "method"),
+        ({"label": "sense"}, "label"),
+        ([{"label": "upos"}, {"label": "upos", "method": "leace"}], "distinct"),
+        ("upos", "erase"),
+    ],
+)
+def test_task_erase_option_errors(erase, message):
+    from probing._toml import ExperimentError
+    from probing.experiment.spec import parse_experiment
+
+    data = experiment({"layer": 1, "label": "upos", "fit_on": "demo-ud:train"})
+    data["tasks"][0]["erase"] = erase
+    with pytest.raises(ExperimentError, match=message):
+        parse_experiment(data)
+
+
+def test_task_erase_option_lists_and_keys():
+    from probing.experiment.spec import parse_experiment
+
+    data = experiment({"layer": 1, "label": "upos", "fit_on": "demo-ud:train"})
+    plain = parse_experiment(data).tasks[0]
+    data["tasks"][0]["erase"] = [{"label": "upos"}, {"label": "xpos", "method": "inlp"}]
+    task = parse_experiment(data).tasks[0]
+    assert [e.interventions() for e in task.erase] == [
+        ["erase:upos:leace", "erase:upos:random"],
+        ["erase:xpos:inlp", "erase:xpos:random"],
+    ]
+    assert "erase" not in plain.to_dict() and task.to_dict()["erase"][1] == {"label": "xpos", "method": "inlp"}

@@ -193,6 +193,20 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
+class EraseSpec:
+    """A task's ``erase = { label = "upos", method = "leace" }``: the task is also run with ``label`` erased from
+    every stored layer (erasers fitted on the task's training store), and, for ``leace``/``inlp``, with the
+    same-rank random control; its rows carry ``intervention`` ``"erase:<label>:<method>"``."""
+
+    label: str
+    method: str = "leace"
+
+    def interventions(self) -> list[str]:
+        methods = [self.method] if self.method == "random" else [self.method, "random"]
+        return [f"erase:{self.label}:{m}" for m in methods]
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task: its kind, data, the encoders it probes, its baselines and the kind's own options
     (e.g. ``label`` for tagging, ``metric`` for 1-NN WSD; see :data:`probing.tasks.TASK_KINDS`)."""
@@ -207,9 +221,12 @@ class TaskSpec:
     skip_missing: bool = False
     wordnet: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    erase: tuple[EraseSpec, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        erase = {"erase": [e.__dict__ for e in self.erase]} if self.erase else {}  # keeps older job keys
         return {
+            **erase,
             "name": self.name,
             "kind": self.kind,
             "encoders": None if self.encoders is None else list(self.encoders),
@@ -445,9 +462,28 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
         wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
         options=kind.parse(t),
+        erase=_erase(t) if "erase" in t.data else (),
     )
     t.done()
     return spec
+
+
+def _erase(t: Table) -> tuple[EraseSpec, ...]:
+    from probing.erasure import METHODS
+    from probing.tasks.tagging import LABEL_COLUMNS
+
+    value = t.get("erase", "a table {label, method} or a list of them", lambda v: isinstance(v, (dict, list)))
+    tables = value if isinstance(value, list) else [value]
+    specs = []
+    for i, item in enumerate(tables):
+        sub = Table(item, f"{t.where}.erase" + (f"[{i}]" if isinstance(value, list) else ""), t.source, t.base)
+        specs.append(
+            EraseSpec(sub.string("label", choices=LABEL_COLUMNS), sub.string("method", "leace", choices=METHODS))
+        )
+        sub.done()
+    if len(set(specs)) != len(specs):
+        raise t.fail("erase", "distinct {label, method} pairs", value)
+    return tuple(specs)
 
 
 def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec:
