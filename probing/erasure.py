@@ -282,7 +282,7 @@ def _leace_delta(X, y_idx: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.n
     fitter = LeaceFitter(X.shape[1], n_classes, dtype=torch.float64, constrain_cov_trace=False, svd_tol=_SVD_TOL)
     eye = torch.eye(n_classes, dtype=torch.float64)
     for start in range(0, X.shape[0], CHUNK_ROWS):
-        chunk = torch.from_numpy(np.asarray(X[start : start + CHUNK_ROWS], dtype=np.float64))
+        chunk = torch.from_numpy(np.array(X[start : start + CHUNK_ROWS], dtype=np.float64))  # a writable copy
         fitter.update(chunk, eye[torch.from_numpy(y_idx[start : start + CHUNK_ROWS])])
     eraser = fitter.eraser
     return eraser.proj_left.numpy(), eraser.proj_right.numpy()
