@@ -16,7 +16,8 @@ put and only the label's directions are flattened):
   (2021) control: as much removed, none of it chosen for the label.
 
 :func:`fit_eraser` fits one on arrays; :func:`fit_eraser_on_store` on a store's layer or direction half
-(``"1f"``, ``"1b"``) and a token-table column.
+(``"1f"``, ``"1b"``) and a token-table column; :func:`fit_layer_erasers` and :class:`ErasedStore` (a store seen
+through one eraser per layer) serve a task's ``erase`` option.
 """
 
 from __future__ import annotations
