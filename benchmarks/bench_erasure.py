@@ -6,7 +6,7 @@ rows; a LinearProbe is then trained on 20k other rows and scored on 20k more (be
 beside the majority class.
 
 ``--stores CACHE`` instead measures linear guardedness on the bundled model's demo-ud stores found in the
-cache folder CACHE: UPOS erasers per layer (and direction half of layer 1) fitted on the first half of the
+cache folder CACHE: UPOS erasers on layers 1, 2 and the forward half of 1, fitted on the first half of the
 training sentences, a fresh LinearProbe (C = 1) trained on the erased second half and scored on the erased
 test split.
 
@@ -59,7 +59,7 @@ def guardedness(cache: Path, fingerprint: str | None) -> None:
     print(f"bundled model, UPOS on demo-ud: erasers fit on {half} train tokens, probe on {len(probe_rows)}, ")
     print(f"scored on {len(test)} test tokens; majority class {100 * majority:.2f} %")
     print(f"{'layer':6} {'method':7} {'rank':>5} {'fit wall s':>10} {'fit CPU s':>9} {'probe %':>8} {'- majority':>10}")
-    for layer in ("0", "1", "2", "1f", "1b"):
+    for layer in ("1", "2", "1f"):
         X_fit, X_probe = train.layer(layer, rows=fit_rows), train.layer(layer, rows=probe_rows)
         X_test = test.layer(layer)
         base = LinearProbe().fit(X_probe, y[probe_rows]).score(X_test, y_test)
