@@ -70,6 +70,12 @@ def guardedness(cache: Path, fingerprint: str | None) -> None:
             eraser = fit_eraser(X_fit, y[fit_rows], method=method, rank=rank if method == "random" else None)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             rank = eraser.rank_ if method == "leace" else rank
+            if method == "leace":  # on its own fitting tokens LEACE is exact: a probe there learns the majority class
+                erased_fit = eraser.transform(X_fit)
+                own = LinearProbe().fit(erased_fit, y[fit_rows]).score(eraser.transform(X_test), y_test)
+                print(
+                    f"{layer:6} {'(probe on the fitting tokens)':>42} {100 * own:8.2f} {100 * (own - majority):10.2f}"
+                )
             probe = LinearProbe().fit(eraser.transform(X_probe), y[probe_rows])
             acc = probe.score(eraser.transform(X_test), y_test)
             print(
