@@ -32,7 +32,7 @@ from probing.errors import InputError
 from probing.tokenize import tokenize
 
 from .chars import batch_char_ids, check_sentences
-from .model import BiLM, State
+from .model import BiLM, Edits, State
 from .options import ElmoOptions
 from .weights import init_random, load_weights, save_weights
 
@@ -157,14 +157,16 @@ class Elmo(nn.Module):
         """Forget the carried LSTM state (stateful mode)."""
         self._state = None
 
-    def forward(self, sentences: Sequence[Sequence[str]]) -> tuple[Tensor, Tensor]:
-        """One batch: ``(n_layers, B, T, output_dim)`` activations without boundaries and a ``(B, T)`` mask."""
+    def forward(self, sentences: Sequence[Sequence[str]], edits: Edits | None = None) -> tuple[Tensor, Tensor]:
+        """One batch: ``(n_layers, B, T, output_dim)`` activations without boundaries and a ``(B, T)`` mask.
+
+        ``edits`` intervene on biLSTM layers' outputs per direction (:data:`probing.elmo.model.Edits`)."""
         sentences = check_sentences(sentences)
         if not sentences:
             return torch.zeros(self.num_layers, 0, 0, self.output_dim), torch.zeros(0, 0, dtype=torch.bool)
         ids = torch.from_numpy(batch_char_ids(sentences, self.options.max_characters_per_token)).to(self.device)
         state = self._carried_state(len(sentences)) if self.stateful else None
-        tokens, fw, bw, mask, final = self.bilm(ids, state, dtype=PRECISIONS[self._precision])
+        tokens, fw, bw, mask, final = self.bilm(ids, state, dtype=PRECISIONS[self._precision], edits=edits)
         if self.stateful:
             self._keep_state(final)
         layers = [torch.cat([tokens, tokens], dim=-1)]
@@ -176,14 +178,19 @@ class Elmo(nn.Module):
 
     @torch.inference_mode()
     def embed(
-        self, sentences: str | Sequence[str | Sequence[str]], *, batch_size: int = 64, progress: bool = False
+        self,
+        sentences: str | Sequence[str | Sequence[str]],
+        *,
+        batch_size: int = 64,
+        progress: bool = False,
+        edits: Edits | None = None,
     ) -> list[np.ndarray]:
         """Every layer for each sentence: a list of float32 arrays ``(num_layers, n_tokens, output_dim)``.
 
         A sentence is a list of tokens or a string, tokenized by :func:`probing.tokenize.tokenize`; a single
         string is one sentence (a list of one array comes back). Stateless: sentences are batched by length
         (the result does not depend on it). Stateful: batches are taken in input order, ``batch_size``
-        sentences each, as the reference does.
+        sentences each, as the reference does. ``edits``: as in :meth:`forward`.
         """
         if isinstance(sentences, str):
             sentences = [sentences]
@@ -198,7 +205,7 @@ class Elmo(nn.Module):
         bar = tqdm(total=sum(len(s) for s in sentences), unit="tok", disable=not progress, desc="embed")
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            out, _ = self([sentences[i] for i in idx])
+            out, _ = self([sentences[i] for i in idx], edits)
             out = out.float().cpu()
             for row, i in enumerate(idx):
                 n = len(sentences[i])

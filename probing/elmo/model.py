@@ -17,7 +17,7 @@ import functools
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +30,11 @@ from .chars import PAD_CHAR
 from .options import ElmoOptions
 
 State = list[tuple[Tensor, Tensor]]
+Edit = Callable[[Tensor], Tensor]
+"""A map on one direction's layer output, row by row: ``(..., P) -> (..., P)`` (e.g. a concept eraser)."""
+Edits = Mapping[int, tuple[Edit, Edit]]
+"""Per biLSTM layer (1..n_layers, the stored layer names) the (forward, backward) edit of its output: the
+edited output is the layer's output and what the next layer reads (its input and its skip connection)."""
 PAD_ID = PAD_CHAR + 1  # the shifted id of the padding character inside a token
 
 
@@ -150,11 +155,19 @@ class LstmDirection(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(4 * c)) for _ in range(opts.n_layers))
         self.proj = nn.ParameterList(nn.Parameter(torch.empty(c, p)) for _ in range(opts.n_layers))
 
-    def forward(self, x: Tensor, mask: Tensor, state: State | None, dropout: float = 0.0) -> tuple[list[Tensor], State]:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor,
+        state: State | None,
+        dropout: float = 0.0,
+        edits: Mapping[int, Edit] | None = None,
+    ) -> tuple[list[Tensor], State]:
         """Run all layers over ``x`` ``(B, T, P)`` with ``mask`` ``(B, T)`` (valid steps first).
 
         Returns each layer's output ``(B, T, P)`` (zero at padding) and the final ``(h, c)`` per layer,
         taken at each row's last valid step. ``dropout`` (training only) applies to each layer's input.
+        ``edits`` maps a layer (1..n_layers) to an :data:`Edit` of its output before the next layer reads it.
         """
         opts = self.opts
         cell_clip = opts.cell_clip if opts.cell_clip else math.inf
@@ -177,6 +190,8 @@ class LstmDirection(nn.Module):
             out = out.transpose(0, 1)
             if opts.use_skip_connections and layer > 0:
                 out = out + x * mask.unsqueeze(-1)
+            if edits and layer + 1 in edits:
+                out = edits[layer + 1](out) * mask.unsqueeze(-1)
             outputs.append(out)
             final.append((h, c))
             x = out
@@ -365,19 +380,28 @@ class BiLM(nn.Module):
         state: tuple[State, State] | None = None,
         dropout: float = 0.0,
         dtype: torch.dtype = torch.float32,
+        edits: Edits | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """Returns token embeddings, forward outputs, backward outputs (each ``(B, T, P)``), the mask,
         and the final state of both directions. ``dtype`` is the operand type of the biLSTM matmuls
-        without gradients (bfloat16: fast, approximate); the char CNN and every gradient run in float32."""
+        without gradients (bfloat16: fast, approximate); the char CNN and every gradient run in float32.
+        ``edits`` (see :data:`Edits`) intervene on a layer's output per direction, e.g. erase a concept
+        from layer 1 so that layer 2 computes from the erased input; without it nothing changes."""
+        if edits:
+            bad = [k for k in edits if not 1 <= k <= self.opts.n_layers]
+            if bad:
+                raise InputError(f"edits: no biLSTM layer {bad}; the layers are 1..{self.opts.n_layers}")
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         if not torch.is_grad_enabled():
             with fast_fp32_matmuls():
-                return self._infer(char_ids, mask, lengths, state, dropout, dtype)
+                return self._infer(char_ids, mask, lengths, state, dropout, dtype, edits or {})
         tokens = self.token_embeddings(char_ids) * mask.unsqueeze(-1)
         fw_state, bw_state = state if state is not None else (None, None)
-        fw, fw_final = self.forward_lstm(tokens, mask, fw_state, dropout)
-        bw_rev, bw_final = self.backward_lstm(reverse_padded(tokens, lengths), mask, bw_state, dropout)
+        fw_edits = {k: e[0] for k, e in (edits or {}).items()}
+        bw_edits = {k: e[1] for k, e in (edits or {}).items()}
+        fw, fw_final = self.forward_lstm(tokens, mask, fw_state, dropout, fw_edits)
+        bw_rev, bw_final = self.backward_lstm(reverse_padded(tokens, lengths), mask, bw_state, dropout, bw_edits)
         bw = [reverse_padded(o, lengths) for o in bw_rev]
         return tokens, fw, bw, mask, (fw_final, bw_final)
 
@@ -389,6 +413,7 @@ class BiLM(nn.Module):
         state: tuple[State, State] | None,
         dropout: float,
         dtype: torch.dtype,
+        edits: Edits,
     ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor, tuple[State, State]]:
         """``forward`` without autograd, on packed sequences: rows sorted by length, padding skipped,
         the backward direction's reversal folded into the packing index."""
@@ -422,6 +447,8 @@ class BiLM(nn.Module):
             for d, (out, h, c_last) in enumerate(run_directions(args, batch_sizes, cell_clip, proj_clip)):
                 if opts.use_skip_connections and layer > 0:
                     out += xs[d]
+                if layer + 1 in edits:
+                    out = edits[layer + 1][d](out)
                 xs[d] = out
                 padded = tokens.new_zeros(b * t, p).index_copy_(0, slots[d], out)
                 outputs[d].append(padded.view(b, t, p))

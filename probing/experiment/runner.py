@@ -28,6 +28,7 @@ from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.protocols import StoreLike
 from probing.results import (
+    INTERVENTION,
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
     RESULT_COLUMNS,
@@ -79,7 +80,10 @@ class Results:
             return pd.DataFrame()
         heads = self.headlines
         headline = df[df["metric"] == df["task"].map(heads)]
-        table = headline.groupby(["task", "dataset", "split", "encoder", "layer"], sort=False)["value"].mean()
+        keys = ["task", "dataset", "split", "encoder", "layer"]
+        if (df[INTERVENTION] != "").any():  # erase runs: one row per intervention beside the unerased one
+            keys.insert(4, INTERVENTION)
+        table = headline.groupby(keys, sort=False)["value"].mean()
         scale = np.array([metric(heads[t]).scale for t in table.index.get_level_values("task")])
         wide = (table * scale).round(1).unstack("layer")
         return wide[sort_layers(wide.columns)]
@@ -104,7 +108,7 @@ class _Run:
 
     def __init__(self, exp: Experiment, progress: bool):
         self.exp, self.progress = exp, progress
-        self.encoders: dict[str, Encoder] = {spec.name: spec.build() for spec in exp.encoders}
+        self.encoders: dict[str, Encoder] = {spec.name: spec.build(exp.cache_dir) for spec in exp.encoders}
         self.corpora: dict[DataRef, Any] = {}
         self.parts: dict[tuple[str, DataRef], Part] = {}
         self.stores: dict[tuple[str, DataRef], Store] = {}
@@ -182,7 +186,14 @@ class _Run:
         self.log(f"activations: {len(todo)} stores on Ray ({address}), up to {n} shard tasks each")
         t0 = time.time()
         stores = extract_ray_many(
-            [(specs[enc].build, functools.partial(ref.load, self.exp.max_sentences), n) for enc, ref in todo],
+            [
+                (
+                    functools.partial(specs[enc].build, self.exp.cache_dir),
+                    functools.partial(ref.load, self.exp.max_sentences),
+                    n,
+                )
+                for enc, ref in todo
+            ],
             cache_dir=self.exp.cache_dir,
             num_gpus=gpus_for(device),
             device=device,
@@ -278,6 +289,37 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
         "wordnet": None if inventory is None else inventory.fingerprint(),
         "kind_code": kind_identity(TASK_KINDS[task.kind]),
     }
+
+
+def _erased_variants(
+    task: TaskSpec, train: Part, dev: Part | None, tests: list[Part]
+) -> list[tuple[str, tuple[Part, Part | None, list[Part]]]]:
+    """The task's ``erase`` runs: (intervention, its parts seen through erasers fitted on the training store)."""
+    from probing.erasure import ErasedStore, fit_layer_erasers
+
+    out = []
+    for spec in task.erase:
+        fitted: dict | None = None
+        for tag in spec.interventions():
+            method = tag.rsplit(":", 1)[1]
+            ranks: dict[str, int] | None = None if fitted is None else {k: e.rank_ for k, e in fitted.items()}
+            erasers = fit_layer_erasers(train.store, spec.label, method, ranks=ranks)
+            fitted = fitted or erasers
+
+            def seen(p: Part, erasers: dict = erasers, tag: str = tag) -> Part:
+                return Part(p.dataset, p.split, ErasedStore(p.store, erasers, tag))
+
+            out.append((tag, (seen(train), None if dev is None else seen(dev), [seen(p) for p in tests])))
+    return out
+
+
+def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
+    """``out``'s rows with their ``intervention``; an erase run keeps no mix weights or per-tag rows (those side
+    tables have no intervention column, and its rows share the encoder name of the unerased ones)."""
+    if not intervention:
+        return out
+    rows = [{**r, "intervention": intervention} for r in out.rows]
+    return TaskOutput(rows=rows, probes=out.probes) if erased else dataclasses.replace(out, rows=rows)
 
 
 def run_experiment(
@@ -412,6 +454,7 @@ def _run_experiment(
         bar.set_postfix_str(msg, refresh=True)
 
     outputs: list[TaskOutput | None] = []
+    tags: list[tuple[str, bool]] = []  # each output's intervention ("" for none), and whether it is an erase run
     pending: list[tuple[Any, Job, tuple[str, str] | None, int, str, str]] = []
     # (kind, job, (WordNet, fingerprint) or None, output slot, cache key, label)
     for task, enc, first in jobs:
@@ -429,34 +472,42 @@ def _run_experiment(
             from probing.wordnet import inventory as resolve
 
             inventory = inventories.setdefault(task.wordnet or "auto", resolve(task.wordnet or "auto"))
-        parts = [train, dev, *tests] if dev else [train, *tests]
-        key = cache.key(_job_inputs(exp, task, enc, parts, first, inventory))
-        out = cache.get(key)
-        if out is not None:
-            cached.append(f"{task.name}/{enc}")
-        else:
-            job = Job(
-                task=task.name,
-                encoder=enc,
-                train=train,
-                dev=dev,
-                tests=tests,
-                settings=exp.probe.for_encoder(enc),
-                options=task.options,
-                baselines=task.baselines,
-                with_baselines=first,
-                inventory=inventory if ray_address is None else None,
-                progress=tell if ray_address is None else _quiet,
-            )
-            if ray_address is not None:
-                wordnet = None if inventory is None else (inventory.provenance()["inventory"], inventory.fingerprint())
-                pending.append((kind, job, wordnet, len(outputs), key, f"{task.name}/{enc}"))
-                outputs.append(None)
-                continue
-            out, seconds = _run_job(kind, job)
-            run.timings[f"task {task.name}/{enc}"] = round(seconds, 3)
-            cache.put(key, out)
-        outputs.append(out)
+        encoder_tag = getattr(run.encoders[enc], "intervention", "")
+        for tag, (v_train, v_dev, v_tests) in [("", (train, dev, tests)), *_erased_variants(task, train, dev, tests)]:
+            with_baselines = first and not tag
+            parts = [v_train, v_dev, *v_tests] if v_dev else [v_train, *v_tests]
+            inputs = _job_inputs(exp, task, enc, parts, with_baselines, inventory)
+            key = cache.key({**inputs, "intervention": tag} if tag else inputs)
+            label = f"{task.name}/{enc}" + (f"/{tag}" if tag else "")
+            tags.append((tag or encoder_tag, bool(tag)))
+            out = cache.get(key)
+            if out is not None:
+                cached.append(label)
+            else:
+                job = Job(
+                    task=task.name,
+                    encoder=enc,
+                    train=v_train,
+                    dev=v_dev,
+                    tests=v_tests,
+                    settings=exp.probe.for_encoder(enc),
+                    options=task.options,
+                    baselines=task.baselines,
+                    with_baselines=with_baselines,
+                    inventory=inventory if ray_address is None else None,
+                    progress=tell if ray_address is None else _quiet,
+                )
+                if ray_address is not None:
+                    wordnet = (
+                        None if inventory is None else (inventory.provenance()["inventory"], inventory.fingerprint())
+                    )
+                    pending.append((kind, job, wordnet, len(outputs), key, label))
+                    outputs.append(None)
+                    continue
+                out, seconds = _run_job(kind, job)
+                run.timings[f"task {label}"] = round(seconds, 3)
+                cache.put(key, out)
+            outputs.append(out)
     if pending:
         bar.reset(total=len(pending))
         bar.set_description(f"probing on Ray ({ray_address})")
@@ -469,9 +520,9 @@ def _run_experiment(
             bar.update(1)
 
         _run_on_ray(ray_address or "local", [(k, j, *(w or (None, None))) for k, j, w, *_ in pending], finished)
-    for out in outputs:
+    for out, (tag, erased) in zip(outputs, tags):
         assert out is not None  # every pending job was filled in by finished()
-        total.extend(out)
+        total.extend(_tagged(out, tag, erased))
     bar.close()
 
     similarity = pd.DataFrame(columns=SIMILARITY_COLUMNS)

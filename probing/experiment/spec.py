@@ -121,6 +121,28 @@ class DataRef:
 
 
 @dataclass(frozen=True)
+class InterveneSpec:
+    """An ELMo encoder's ``intervene = { layer = 1, label = "upos", method = "leace", fit_on = "demo-ud:train" }``:
+    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.intervention`),
+    erasers fitted on the unedited model's store of ``fit_on``; ``rank`` only for ``method = "random"``."""
+
+    layer: int
+    label: str
+    fit_on: DataRef
+    method: str = "leace"
+    rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "label": self.label,
+            "method": self.method,
+            "fit_on": _ref_dict(self.fit_on),
+            "rank": self.rank,
+        }
+
+
+@dataclass(frozen=True)
 class EncoderSpec:
     """How to build one encoder (see the module docstring); :meth:`build` returns a lazy encoder."""
 
@@ -133,8 +155,27 @@ class EncoderSpec:
     seed: int = 0
     stateful: bool = False
     batch_size: int = 64
+    intervene: InterveneSpec | None = None
 
-    def build(self) -> Encoder:
+    def build(self, cache_dir: Path | None = None) -> Encoder:
+        """The encoder; with ``intervene``, one whose erasers are fitted on first use (their store of the fitting
+        data goes to ``cache_dir``, the experiment's)."""
+        base = self._base()
+        if self.intervene is None:
+            return base
+        from probing.intervention import LazyIntervenedEncoder
+
+        iv = self.intervene
+        assert isinstance(base, (ElmoEncoder, RandomElmoEncoder))  # the parser allows intervene on ELMo only
+        return LazyIntervenedEncoder(
+            base, iv.fit_on.load, iv.layer, iv.label, iv.method, rank=iv.rank, cache_dir=cache_dir, name=self.name
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items() if k != "intervene"}
+        return out if self.intervene is None else {**out, "intervene": self.intervene.to_dict()}
+
+    def _base(self) -> Encoder:
         if self.kind == "glove":
             enc = get_encoder("glove" if self.vectors in (None, "glove-6b-50d") else f"glove:{self.vectors}")
             enc.name = self.name
@@ -152,6 +193,20 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
+class EraseSpec:
+    """A task's ``erase = { label = "upos", method = "leace" }``: the task is also run with ``label`` erased from
+    every stored layer (erasers fitted on the task's training store), and, for ``leace``/``inlp``, with the
+    same-rank random control; its rows carry ``intervention`` ``"erase:<label>:<method>"``."""
+
+    label: str
+    method: str = "leace"
+
+    def interventions(self) -> list[str]:
+        methods = [self.method] if self.method == "random" else [self.method, "random"]
+        return [f"erase:{self.label}:{m}" for m in methods]
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task: its kind, data, the encoders it probes, its baselines and the kind's own options
     (e.g. ``label`` for tagging, ``metric`` for 1-NN WSD; see :data:`probing.tasks.TASK_KINDS`)."""
@@ -166,9 +221,12 @@ class TaskSpec:
     skip_missing: bool = False
     wordnet: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    erase: tuple[EraseSpec, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        erase = {"erase": [e.__dict__ for e in self.erase]} if self.erase else {}  # keeps older job keys
         return {
+            **erase,
             "name": self.name,
             "kind": self.kind,
             "encoders": None if self.encoders is None else list(self.encoders),
@@ -253,9 +311,7 @@ class Experiment:
                 **({} if self.shards is None else {"shards": self.shards}),
             },
             "probe": self.probe.to_dict(),
-            "encoders": [
-                {k: (str(v) if isinstance(v, Path) else v) for k, v in e.__dict__.items()} for e in self.encoders
-            ],
+            "encoders": [e.to_dict() for e in self.encoders],
             "tasks": [t.to_dict() for t in self.tasks],
             **({} if self.similarity is None else {"similarity": self.similarity.to_dict()}),
         }
@@ -351,12 +407,29 @@ def _encoder(t: Table) -> EncoderSpec:
             seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
             stateful=t.boolean("stateful", False) if kind == "elmo" else False,
             batch_size=t.integer("batch_size", 64, minimum=1),
+            intervene=_intervene(t.table("intervene")) if "intervene" in t.data else None,
         )
         if spec.model is not None:
             from probing.elmo.hub import REGISTRY
 
             if spec.model not in REGISTRY:
                 raise t.fail("model", f"a checkpoint name ({', '.join(REGISTRY)})", spec.model)
+    t.done()
+    return spec
+
+
+def _intervene(t: Table) -> InterveneSpec:
+    from probing.erasure import METHODS
+    from probing.tasks.tagging import LABEL_COLUMNS
+
+    method = t.string("method", "leace", choices=METHODS)
+    spec = InterveneSpec(
+        layer=t.integer("layer", minimum=1),
+        label=t.string("label", choices=LABEL_COLUMNS),
+        fit_on=_data_ref(t, "fit_on", t.get("fit_on", "'dataset:split' or a data table", lambda v: True)),
+        method=method,
+        rank=t.integer("rank", None, minimum=1) if method == "random" else None,
+    )
     t.done()
     return spec
 
@@ -389,9 +462,28 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
         wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
         options=kind.read_options(t),
+        erase=_erase(t) if "erase" in t.data else (),
     )
     t.done()
     return spec
+
+
+def _erase(t: Table) -> tuple[EraseSpec, ...]:
+    from probing.erasure import METHODS
+    from probing.tasks.tagging import LABEL_COLUMNS
+
+    value = t.get("erase", "a table {label, method} or a list of them", lambda v: isinstance(v, (dict, list)))
+    tables = value if isinstance(value, list) else [value]
+    specs = []
+    for i, item in enumerate(tables):
+        sub = Table(item, f"{t.where}.erase" + (f"[{i}]" if isinstance(value, list) else ""), t.source, t.base)
+        specs.append(
+            EraseSpec(sub.string("label", choices=LABEL_COLUMNS), sub.string("method", "leace", choices=METHODS))
+        )
+        sub.done()
+    if len(set(specs)) != len(specs):
+        raise t.fail("erase", "distinct {label, method} pairs", value)
+    return tuple(specs)
 
 
 def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec:

@@ -8,7 +8,7 @@ import pandas as pd
 from scipy import stats
 
 from probing.errors import InputError
-from probing.results.schema import RESULT_COLUMNS
+from probing.results.schema import INTERVENTION, RESULT_COLUMNS
 from probing.results.tables import validate_results
 
 __all__ = ["KEY_COLUMNS", "aggregate"]
@@ -47,10 +47,13 @@ def aggregate(results: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 
 
 def _check_results(results: pd.DataFrame) -> pd.DataFrame:
-    """Validate the results contract (:func:`validate_results`) and return a typed copy."""
+    """Validate the results contract (:func:`validate_results`) and return a typed copy of the rows of the
+    unedited representation (``intervention == ""``: erased and intervened rows are compared elsewhere)."""
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results: expected a pandas DataFrame, got {type(results).__name__}")
-    missing = [c for c in RESULT_COLUMNS if c not in results.columns]
+    required = [c for c in RESULT_COLUMNS if c != INTERVENTION]
+    missing = [c for c in required if c not in results.columns]
     if missing:
-        raise InputError(f"results: missing column(s) {missing}; expected columns {list(RESULT_COLUMNS)}")
-    return validate_results(results)
+        raise InputError(f"results: missing column(s) {missing}; expected columns {required}")
+    df = validate_results(results)
+    return df[df[INTERVENTION] == ""].reset_index(drop=True)

@@ -15,10 +15,26 @@ from dataclasses import dataclass
 
 from probing.errors import InputError
 
-RESULT_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric", "value", "ci_low", "ci_high", "seed"]
+RESULT_COLUMNS = [
+    "task",
+    "dataset",
+    "split",
+    "encoder",
+    "layer",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "seed",
+    "intervention",
+]
 STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
 FLOAT_COLUMNS = ["value", "ci_low", "ci_high"]
-KEY_COLUMNS = STRING_COLUMNS  # a row is identified by these and its seed
+INTERVENTION = "intervention"
+"""What was done to the representation before probing (issue 30): ``""`` for nothing, ``"erase:upos:leace"``
+(the label erased from the stored layers), ``"erase:upos:random"`` (the same-rank random control),
+``"intervene:1:upos:leace"`` (erased inside the biLM). Tables and files without the column read as ``""``."""
+KEY_COLUMNS = [*STRING_COLUMNS, INTERVENTION]  # a row is identified by these and its seed
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]  # refit 0: all training data
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
 # probing.similarity.layer_similarity: every layer pair of the [similarity] encoders

@@ -27,6 +27,7 @@ from probing.errors import ProbingError
 from probing.results.schema import (
     CSV_NAME,
     FLOAT_COLUMNS,
+    INTERVENTION,
     JSON_NAME,
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
@@ -55,8 +56,10 @@ def make_row(
     ci_low: float = math.nan,
     ci_high: float = math.nan,
     seed: int = 0,
+    intervention: str = "",
 ) -> dict[str, Any]:
-    """One validated result row. ``layer`` is stored as a string (``0`` -> ``"0"``)."""
+    """One validated result row. ``layer`` is stored as a string (``0`` -> ``"0"``); ``intervention`` is ``""``
+    for a row of the unedited representation."""
     row = {
         "task": task,
         "dataset": dataset,
@@ -68,7 +71,10 @@ def make_row(
         "ci_low": float(ci_low),
         "ci_high": float(ci_high),
         "seed": int(seed),
+        INTERVENTION: intervention,
     }
+    if not isinstance(intervention, str):
+        raise ResultsFormatError(f"result row: intervention must be a string, got {intervention!r}")
     for col in _STRING_COLUMNS:
         if not isinstance(row[col], str) or not row[col]:
             raise ResultsFormatError(f"result row: {col} must be a non-empty string, got {row[col]!r}")
@@ -101,7 +107,10 @@ class ResultsTable:
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    if INTERVENTION not in df.columns:
+        df = df.assign(**{INTERVENTION: ""})
     df = df[RESULT_COLUMNS].copy()
+    df[INTERVENTION] = df[INTERVENTION].fillna("").astype(str)
     for col in _STRING_COLUMNS:
         df[col] = df[col].astype(str)
     for col in _FLOAT_COLUMNS:
@@ -112,7 +121,7 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
 
 def validate_results(df: pd.DataFrame, source: str = "results table") -> pd.DataFrame:
     """Check columns and types; return the table with canonical column order and dtypes."""
-    missing = [c for c in RESULT_COLUMNS if c not in df.columns]
+    missing = [c for c in RESULT_COLUMNS if c not in df.columns and c != INTERVENTION]
     if missing:
         raise ResultsFormatError(f"{source}: missing column {missing[0]!r} (expected columns {RESULT_COLUMNS})")
     try:
@@ -183,7 +192,7 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
         raise FileNotFoundError(f"no results table at {path}")
     df = pd.read_csv(
         path,
-        dtype={c: str for c in _STRING_COLUMNS},
+        dtype={c: str for c in (*_STRING_COLUMNS, INTERVENTION)},
         keep_default_na=False,
         na_values={c: [""] for c in _FLOAT_COLUMNS},
     )
