@@ -16,16 +16,16 @@ A learning curve is a score measured after training on growing amounts of data `
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from probing.errors import InputError
 
 __all__ = ["data_efficiency_ratio", "epsilon_sample_complexity", "surplus_description_length"]
 
 
-def _curve(n: Sequence[float], values: Sequence[float], name: str) -> tuple[np.ndarray, np.ndarray]:
+def _curve(n: ArrayLike, values: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Sizes (k,) strictly increasing and positive, and finite values (k,), as float arrays."""
     sizes = np.asarray(n, dtype=np.float64)
     vals = np.asarray(values, dtype=np.float64)
@@ -61,10 +61,10 @@ def _first_reach(sizes: np.ndarray, values: np.ndarray, level: float) -> float:
 
 
 def data_efficiency_ratio(
-    n: Sequence[float],
-    score: Sequence[float],
-    n_reference: Sequence[float],
-    score_reference: Sequence[float],
+    n: ArrayLike,
+    score: ArrayLike,
+    n_reference: ArrayLike,
+    score_reference: ArrayLike,
     at: float,
     *,
     higher_is_better: bool = True,
@@ -87,7 +87,7 @@ def data_efficiency_ratio(
     return _first_reach(ref_sizes, sign * ref_vals, level) / float(at)
 
 
-def _loss_blocks(n_train: Sequence[float], block_items: Sequence[float], losses: Sequence[float]):
+def _loss_blocks(n_train: ArrayLike, block_items: ArrayLike, losses: ArrayLike):
     trained = np.asarray(n_train, dtype=np.float64)
     items = np.asarray(block_items, dtype=np.float64)
     loss = np.asarray(losses, dtype=np.float64)
@@ -103,9 +103,7 @@ def _loss_blocks(n_train: Sequence[float], block_items: Sequence[float], losses:
     return trained, items, loss
 
 
-def surplus_description_length(
-    block_items: Sequence[float], losses: Sequence[float], epsilon: float
-) -> tuple[float, bool]:
+def surplus_description_length(block_items: ArrayLike, losses: ArrayLike, epsilon: float) -> tuple[float, bool]:
     """Whitney et al.'s SDL over the measured blocks: ``sum_k block_items[k] * max(losses[k] - epsilon, 0)``.
 
     block_items : (k,) items in each block of the curve; losses : (k,) the mean loss per item of the
@@ -117,11 +115,11 @@ def surplus_description_length(
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
         raise InputError(f"surplus_description_length: epsilon must be a non-negative number, got {epsilon!r}")
-    _, items, loss = _loss_blocks(np.arange(len(block_items)), block_items, losses)
+    _, items, loss = _loss_blocks(np.arange(np.size(block_items)), block_items, losses)
     return float(np.sum(items * np.maximum(loss - epsilon, 0.0))), bool(loss[-1] <= epsilon)
 
 
-def epsilon_sample_complexity(n_train: Sequence[float], losses: Sequence[float], epsilon: float) -> float:
+def epsilon_sample_complexity(n_train: ArrayLike, losses: ArrayLike, epsilon: float) -> float:
     """Whitney et al.'s eSC: the smallest training size whose model has loss at most ``epsilon``.
 
     n_train : (k,) training sizes, strictly increasing (for an online code: the items sent before each
@@ -131,6 +129,6 @@ def epsilon_sample_complexity(n_train: Sequence[float], losses: Sequence[float],
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
         raise InputError(f"epsilon_sample_complexity: epsilon must be a non-negative number, got {epsilon!r}")
-    trained, _, loss = _loss_blocks(n_train, np.ones(len(n_train)), losses)
+    trained, _, loss = _loss_blocks(n_train, np.ones(np.size(n_train)), losses)
     reached = np.flatnonzero(loss <= epsilon)
     return float(trained[reached[0]]) if reached.size else math.inf

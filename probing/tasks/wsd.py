@@ -136,21 +136,15 @@ def wsd_1nn(
                 }
             )
     out.rows += margin_rows(task, encoder, single, seed, settings.n_boot)
-    for layer in train.store.layer_names if curve is not None else []:
-        if progress:
-            progress(f"{task} {encoder} layer {layer}: learning curve")
-        scores = _centroid_curve(train, layer, train_inst, test_inst, inventory, metric)
-        out.learning_curve += curve_rows(
-            task,
-            encoder,
-            layer,
-            train_inst["sentence_id"].to_numpy(),
-            curve,
-            settings.seeds,
-            scores,
-            "f1",
-            settings.n_boot,
-        )
+    if curve is not None:
+        for layer in train.store.layer_names:
+            if progress:
+                progress(f"{task} {encoder} layer {layer}: learning curve")
+            curve_scores = _centroid_curve(train, layer, train_inst, test_inst, inventory, metric)
+            groups = train_inst["sentence_id"].to_numpy()
+            out.learning_curve += curve_rows(
+                task, encoder, layer, groups, curve, settings.seeds, curve_scores, "f1", settings.n_boot
+            )
     return out
 
 
