@@ -1,7 +1,8 @@
 """What a learning curve costs and what it says (issue 31).
 
-Runs one tagging task twice on cached stores, plain and with a 7-point ``learning_curve``, and prints the
-wall and CPU seconds of the probes (the stores are extracted first and not counted), the curve per layer,
+Runs one task of the bundled default experiment (its encoders and probe settings: control tasks, the ELMo
+scalar mix) twice on cached stores, plain and with a 7-point ``learning_curve``, and prints the wall and
+CPU seconds of the probes (the stores are extracted first and not counted), the curve per layer,
 and the data-efficiency ratios of ELMo's layers 1 and 2 over GloVe and over layer 0 at 1 % and 10 %.
 
     python benchmarks/bench_learning_curve.py                   # UPOS on the bundled demo-ud slice
@@ -21,57 +22,33 @@ from pathlib import Path
 import pandas as pd
 
 from probing.experiment.runner import run_experiment
-from probing.experiment.spec import parse_experiment
+from probing.experiment.spec import Experiment, bundled_experiment, parse_experiment, tomllib
 
 FRACTIONS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
-
-EXPERIMENT = """
-[experiment]
-name = "bench-learning-curve"
-seeds = [0]
-bootstrap = 1000
-
-[probe]
-C = [0.001, 0.01, 0.1, 1, 10, 100, 1000]
-max_iter = 200
-tol = 3e-4
-control = {control}
-mix = false
-concat = false
-
-[[encoders]]
-name = "elmo"
-kind = "elmo"
-model = "default"
-
-[[encoders]]
-name = "glove"
-kind = "glove"
-vectors = "glove-6b-50d"
-
-[[tasks]]
-name = "{name}"
-kind = "{kind}"
-{label}
-train = "{data}:train"
-{dev}
-test = ["{data}:test"]
-{curve}
-"""
+UPOS = {
+    "name": "upos",
+    "kind": "tagging",
+    "label": "upos",
+    "train": "demo-ud:train",
+    "dev": "demo-ud:dev",
+    "test": ["demo-ud:test"],
+}
+SUPERSENSE = {
+    "name": "supersense",
+    "kind": "supersense",
+    "encoders": ["elmo", "glove"],
+    "train": "demo-semcor:train",
+    "test": ["demo-semcor:test"],
+}
 
 
-def experiment(name: str, kind: str, data: str, dev: bool, curve: bool, control: bool):
-    return parse_experiment(
-        EXPERIMENT.format(
-            name=name,
-            kind=kind,
-            label='label = "upos"' if kind == "tagging" else "",
-            data=data,
-            dev=f'dev = "{data}:dev"' if dev else "",
-            curve=f"learning_curve = {FRACTIONS}" if curve else "",
-            control="true" if control else "false",
-        )
-    )
+def experiment(task: dict, curve: bool) -> Experiment:
+    """The bundled default experiment (its encoders and probe settings) with only ``task``, plus a 7-point
+    ``learning_curve`` when ``curve``."""
+    data = tomllib.loads(bundled_experiment("default").read_text(encoding="utf-8"))
+    data.pop("quick", None)
+    data["tasks"] = [{**task, **({"learning_curve": FRACTIONS} if curve else {})}]
+    return parse_experiment(data)
 
 
 def timed_run(exp, out: Path, cache: Path) -> tuple[float, float, object]:
@@ -82,18 +59,18 @@ def timed_run(exp, out: Path, cache: Path) -> tuple[float, float, object]:
     return time.perf_counter() - wall, time.process_time() - cpu, res
 
 
-def bench(name: str, kind: str, data: str, dev: bool, cache: Path, work: Path) -> None:
-    run_experiment(experiment(name, kind, data, dev, False, False), work / "warm", progress=False)  # the stores
+def bench(task: dict, cache: Path, work: Path) -> None:
+    name = task["name"]
+    run_experiment(experiment(task, False), work / "warm", progress=False)  # the stores
     rows = []
-    for label, curve, control in (("plain (control tasks)", False, True), ("plain, no control", False, False)):
-        wall, cpu, _ = timed_run(experiment(name, kind, data, dev, curve, control), work / "plain", cache)
-        rows.append((label, wall, cpu))
-    wall, cpu, res = timed_run(experiment(name, kind, data, dev, True, True), work / "curve", cache)
+    wall, cpu, _ = timed_run(experiment(task, False), work / "plain", cache)
+    rows.append(("the task as default.toml runs it", wall, cpu))
+    wall, cpu, res = timed_run(experiment(task, True), work / "curve", cache)
     rows.append((f"with a {len(FRACTIONS)}-point curve", wall, cpu))
-    print(f"\n## {name} on {data}: probe cost (stores cached), 2 threads allowed")
-    print(f"{'run':32s} {'wall s':>8s} {'CPU s':>8s} {'x plain':>8s}")
+    print(f"\n## {name} on {task['train']}: probe cost (stores cached)")
+    print(f"{'run':34s} {'wall s':>8s} {'CPU s':>8s} {'x plain':>8s}")
     for label, w, c in rows:
-        print(f"{label:32s} {w:8.1f} {c:8.1f} {w / rows[0][1]:8.2f}")
+        print(f"{label:34s} {w:8.1f} {c:8.1f} {w / rows[0][1]:8.2f}")
     lc = res.learning_curve
     table = lc.pivot_table(index=["encoder", "layer"], columns="n_train_sentences", values="value")
     print(f"\n{name}: {lc['metric'].iloc[0]} (%) by training sentences")
@@ -120,10 +97,10 @@ def main() -> None:
         cache = work / "cache"  # private: its jobs are deleted between runs
         os.environ["PROBING_CACHE"] = str(cache)
         if args.full:
-            bench("upos", "tagging", "ud-ewt", True, cache, work)
-            bench("supersense", "supersense", "demo-semcor", False, cache, work)
+            bench(UPOS | {"train": "ud-ewt:train", "dev": "ud-ewt:dev", "test": ["ud-ewt:test"]}, cache, work)
+            bench(SUPERSENSE, cache, work)
         else:
-            bench("upos", "tagging", "demo-ud", True, cache, work)
+            bench(UPOS, cache, work)
 
 
 if __name__ == "__main__":

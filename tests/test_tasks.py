@@ -384,10 +384,19 @@ def test_a_learning_curve_ends_where_the_full_task_is(pos_parts):
     assert len(lc) == 18 and sorted(set(lc.n_train_sentences)) == [8, 40, 80]
     assert set(lc.seed) == {0, 1} and set(lc.metric) == {"accuracy"}
     assert (lc.ci_low <= lc.value).all() and (lc.value <= lc.ci_high).all()
-    # the full set is the same data in any order: the same probe as the task's own row
+    # the full set is the same data in any order: the task's own row (reused, not refitted) ...
     full = frame(out.rows).query("metric == 'accuracy'").set_index("layer")["value"]
     for (layer, seed), v in lc[lc.train_fraction == 1.0].set_index(["layer", "seed"])["value"].items():
         assert v == full[layer], (layer, seed)
+    # ... which is what a refit on every training item gives
+    from probing.tasks.tagging import _probe_curve, items, train_dev
+
+    tr, dv = train_dev(p["train"], p["dev"], column_labels("upos"), "upos")
+    test_items = [(p["test"], items(p["test"], column_labels("upos"), "upos"))]
+    X = [p["train"].store.layer("0", rows=tr.rows), p["dev"].store.layer("0", rows=dv.rows)]
+    X_te = [p["test"].store.layer("0", rows=test_items[0][1].rows)]
+    refit = _probe_curve(X[0], X[1], X_te, tr, dv, test_items, SETTINGS)(np.arange(len(tr.rows)))
+    assert refit[0][1].mean() == full["0"]
     # the tag code of layer K is learnt from 8 sentences already; the noise layers are far below it
     small = lc[lc.n_train_sentences == 8].groupby("layer")["value"].mean()
     assert small[str(K)] > 0.95 and small.drop(str(K)).max() < 0.7

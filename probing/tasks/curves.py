@@ -64,11 +64,14 @@ def curve_rows(
     scores: CurveScores,
     metric: str,
     n_boot: int,
+    full: list[tuple[Part, np.ndarray, np.ndarray]] | None = None,
 ) -> list[dict]:
     """Learning-curve rows of one layer: ``scores`` of the model refitted on each prefix of each seed's order.
 
     groups : (m,) sentence ids of the training items; ``options`` the task's ``learning_curve`` options;
-    ``seeds`` the experiment's seeds (the first ``options["seeds"]`` order the sentences).
+    ``seeds`` the experiment's seeds (the first ``options["seeds"]`` order the sentences). ``full``: the
+    task's own scores with every training item (what ``scores(all items)`` returns), reused for a prefix
+    that keeps every sentence instead of fitting the same model again.
     """
     rows = []
     for seed in seeds[: options["seeds"]]:
@@ -78,8 +81,10 @@ def curve_rows(
                 f"task {task!r}: learning_curve {list(options['fractions'])} keeps no training sentence of "
                 f"{len(np.unique(groups))} (the smallest fraction must keep at least one)"
             )
+        n_all = len(np.unique(groups))
         for point in points:
-            for part, item_scores, test_groups in scores(point.items):
+            scored = full if full is not None and point.n_sentences == n_all else scores(point.items)
+            for part, item_scores, test_groups in scored:
                 row = fraction_row(task, part, encoder, layer, metric, item_scores, test_groups, seed, n_boot)
                 rows.append({**row, "train_fraction": point.fraction, "n_train_sentences": point.n_sentences})
     return rows

@@ -400,8 +400,9 @@ def tagging_probes(
             tell(f"{task} {encoder} layer {name}: learning curve")
             X_tr, X_dv, X_te = data[name]
             scores = _probe_curve(X_tr, X_dv, X_te, tr, dv, test_items, settings)
+            full = [(p, ok.astype(np.float64), g) for p, ok, g in single[name]]
             out.learning_curve += curve_rows(
-                task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot
+                task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot, full
             )
     if mdl is not None:
         for name in layer_names:
