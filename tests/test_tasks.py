@@ -351,3 +351,129 @@ def test_supersense_probe_on_context_layer(sense_parts):
     acc = frame(out.rows).query("metric == 'accuracy'").set_index("layer")["value"]
     assert acc["1"] == 1.0  # the previous word gives the supersense
     assert acc["0"] == pytest.approx(0.3)  # one vector for all "bank"s: the training majority (group), 3 of 10
+
+
+# ----------------------------------------------------------------------------- learning curves (issue 31)
+
+CURVE = {"fractions": [0.1, 0.5, 1.0], "seeds": 2}
+
+
+def test_nested_prefixes_keep_int_f_n_sentences_of_one_seeded_order():
+    from probing.tasks.curves import nested_prefixes
+
+    groups = np.repeat([f"s{i}" for i in range(40)], 3)  # 40 sentences of 3 items
+    points = nested_prefixes(groups, [0.5, 0.01, 0.1, 0.11, 1.0], seed=0)
+    # 0.01 keeps int(0.4) = 0 sentences and 0.11 no more than 0.1 (int(4.4) = 4): both left out
+    assert [(p.fraction, p.n_sentences) for p in points] == [(0.1, 4), (0.5, 20), (1.0, 40)]
+    assert [len(p.items) for p in points] == [12, 60, 120]
+    for small, large in zip(points, points[1:]):
+        assert set(small.items) <= set(large.items)
+    again = nested_prefixes(groups, [0.1], seed=0)[0].items
+    other = nested_prefixes(groups, [0.1], seed=1)[0].items
+    assert np.array_equal(again, points[0].items) and not np.array_equal(other, points[0].items)
+    assert len(set(groups[points[0].items])) == 4  # whole sentences
+
+
+def test_a_learning_curve_ends_where_the_full_task_is(pos_parts):
+    p = pos_parts
+    out = tagging_probes(
+        "upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS, curve=CURVE
+    )
+    lc = frame(out.learning_curve)
+    # 3 layers x 3 sizes x 2 sentence orders, on one test part; 80 training sentences give 8, 40, 80
+    assert len(lc) == 18 and sorted(set(lc.n_train_sentences)) == [8, 40, 80]
+    assert set(lc.seed) == {0, 1} and set(lc.metric) == {"accuracy"}
+    assert (lc.ci_low <= lc.value).all() and (lc.value <= lc.ci_high).all()
+    # the full set is the same data in any order: the task's own row (reused, not refitted) ...
+    full = frame(out.rows).query("metric == 'accuracy'").set_index("layer")["value"]
+    for (layer, seed), v in lc[lc.train_fraction == 1.0].set_index(["layer", "seed"])["value"].items():
+        assert v == full[layer], (layer, seed)
+    # ... which is what a refit on every training item gives
+    from probing.tasks.tagging import _probe_curve, items, train_dev
+
+    tr, dv = train_dev(p["train"], p["dev"], column_labels("upos"), "upos")
+    test_items = [(p["test"], items(p["test"], column_labels("upos"), "upos"))]
+    X = [p["train"].store.layer("0", rows=tr.rows), p["dev"].store.layer("0", rows=dv.rows)]
+    X_te = [p["test"].store.layer("0", rows=test_items[0][1].rows)]
+    refit = _probe_curve(X[0], X[1], X_te, tr, dv, test_items, SETTINGS)(np.arange(len(tr.rows)))
+    assert refit[0][1].mean() == full["0"]
+    # the tag code of layer K is learnt from 8 sentences already; the noise layers are far below it
+    small = lc[lc.n_train_sentences == 8].groupby("layer")["value"].mean()
+    assert small[str(K)] > 0.95 and small.drop(str(K)).max() < 0.7
+
+
+def test_trained_baselines_get_curves_too(pos_parts):
+    p = pos_parts
+    out = tagging_baselines("upos", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS, curve=CURVE)
+    lc = frame(out.learning_curve)
+    assert set(lc.layer) == {"majority", "most-frequent-tag"} and set(lc.encoder) == {"baseline"}
+    full = frame(out.rows).set_index("layer")["value"]
+    end = lc[(lc.train_fraction == 1.0) & (lc.seed == 0)].set_index("layer")["value"]
+    assert end.to_dict() == full.to_dict()
+
+
+def test_wsd_curves_end_at_the_full_f1(sense_parts):
+    p = sense_parts
+    out = wsd_1nn("wsd-1nn", "ctx", p["train"], [p["test"]], SETTINGS, inventory=INV, curve=CURVE)
+    lc = frame(out.learning_curve)
+    f1 = frame(out.rows).query("metric == 'f1'").set_index("layer")["value"]
+    end = lc[lc.train_fraction == 1.0].groupby("layer")["value"].agg(["min", "max"])
+    assert (end["min"] == end["max"]).all() and end["min"].to_dict() == f1.to_dict()
+    # 10 training sentences: 0.1 keeps 1 sentence (one sense seen), 0.5 keeps 5
+    assert sorted(set(lc.n_train_sentences)) == [1, 5, 10]
+    base = frame(wsd_baselines("wsd-1nn", p["train"], [p["test"]], SETTINGS, inventory=INV, curve=CURVE).learning_curve)
+    assert set(base.layer) == {"semcor-mfs"}  # the WordNet first sense learns nothing from SemCor
+
+
+def test_learning_curve_keys_are_checked():
+    from pathlib import Path
+
+    from probing._toml import ExperimentError, Table
+    from probing.tasks.curves import parse_learning_curve
+
+    def parse(data):
+        return parse_learning_curve(Table(data, "tasks[0]", "exp.toml", Path(".")))
+
+    assert parse({}) == {}
+    assert parse({"learning_curve": [1, 0.1]}) == {"learning_curve": {"fractions": [0.1, 1.0], "seeds": 1}}
+    for bad in ([0.0, 0.5], [0.5, 1.5], [], [0.5, 0.5], "0.5", [True]):
+        with pytest.raises(ExperimentError, match=r"exp.toml: tasks\[0\].learning_curve: expected a non-empty list"):
+            parse({"learning_curve": bad})
+    with pytest.raises(ExperimentError, match=r"tasks\[0\].learning_curve_seeds: expected learning_curve beside it"):
+        parse({"learning_curve_seeds": 2})
+
+
+def test_data_efficiency_reads_ratios_off_the_curves():
+    from probing.results.efficiency import data_efficiency
+
+    sizes = [10, 100, 1000]
+    rows = []
+    for layer, shift in (("1", 1.0), ("0", 10.0)):
+        for f, n in zip((0.01, 0.1, 1.0), sizes):
+            v = 0.5 + 0.1 * np.log10(n / shift)
+            rows.append(
+                dict(task="upos", dataset="d", split="test", encoder="elmo", layer=layer, train_fraction=f,
+                     n_train_sentences=n, metric="accuracy", value=v, ci_low=v, ci_high=v, seed=0)
+            )  # fmt: skip
+    eff = data_efficiency(pd.DataFrame(rows), at=(0.01, 0.1, 1.0)).set_index(["layer", "at_fraction"])
+    # layer 0 is layer 1's curve moved right tenfold: it needs 10x the sentences for layer 1's 1 % and 10 %
+    # scores (the latter exactly at its full set), and never reaches layer 1's full-set score
+    assert eff.loc[("1", 0.01), "ratio"] == pytest.approx(10.0)
+    assert eff.loc[("1", 0.1), "ratio"] == pytest.approx(10.0)
+    assert eff.loc[("1", 1.0), "ratio"] == np.inf
+    assert eff.loc[("0", 0.01), "ratio"] == pytest.approx(1.0)  # bounded by layer 1's first size
+    assert eff.loc[("1", 0.01), "reference_layer"] == "0" and set(eff.measure) == {"ratio"}
+
+
+def test_mdl_adds_sdl_and_esc_rows(pos_parts):
+    p = pos_parts
+    out = tagging_probes(
+        "upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS,
+        mdl={"probe": "linear", "seeds": 1, "epsilon": 0.5},
+    )  # fmt: skip
+    eff = frame(out.data_efficiency)
+    assert set(eff.measure) == {"sdl_kbits", "esc_sentences"} and set(eff.epsilon) == {0.5}
+    sdl = eff[eff.measure == "sdl_kbits"].set_index("layer")["value"]
+    code = frame(out.rows).query("metric == 'codelength_kbits'").set_index("layer")["value"]
+    # SDL only counts the loss above epsilon: below the codelength, and smallest for the layer holding the tags
+    assert (sdl <= code).all() and sdl.idxmin() == str(K)

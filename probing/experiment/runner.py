@@ -28,7 +28,11 @@ from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.protocols import StoreLike
 from probing.results import (
+    DATA_EFFICIENCY_COLUMNS,
+    DATA_EFFICIENCY_NAME,
     INTERVENTION,
+    LEARNING_CURVE_COLUMNS,
+    LEARNING_CURVE_NAME,
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
     RESULT_COLUMNS,
@@ -40,6 +44,7 @@ from probing.results import (
     write_side_table,
 )
 from probing.results import provenance as run_provenance
+from probing.results.efficiency import data_efficiency
 from probing.store.reader import Store
 from probing.tasks import TASK_KINDS, Job, Part, TaskOutput, headline_metrics
 
@@ -47,8 +52,10 @@ from probing.tasks import TASK_KINDS, Job, Part, TaskOutput, headline_metrics
 @dataclass
 class Results:
     """What :func:`run_experiment` produced: the tidy results table, the scalar-mix weights, per-tag
-    accuracies, provenance, the stores it read (see :meth:`store`) and the layer-similarity table of the
-    ``[similarity]`` table (columns ``SIMILARITY_COLUMNS``; empty when the experiment has none)."""
+    accuracies, provenance, the stores it read (see :meth:`store`), the layer-similarity table of the
+    ``[similarity]`` table (columns ``SIMILARITY_COLUMNS``; empty when the experiment has none), and the
+    learning curves and data-efficiency rows of tasks with ``learning_curve`` or ``mdl`` (``learning_curve.csv``,
+    ``data_efficiency.csv``; empty without)."""
 
     results: pd.DataFrame
     mix_weights: pd.DataFrame
@@ -57,6 +64,8 @@ class Results:
     stores: dict[tuple[str, str, str], Store]
     out_dir: Path
     similarity: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SIMILARITY_COLUMNS))
+    learning_curve: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEARNING_CURVE_COLUMNS))
+    data_efficiency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS))
 
     def store(self, encoder: str, dataset: str, split: str) -> Store:
         """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
@@ -543,6 +552,12 @@ def _run_experiment(
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
     mix = pd.DataFrame(total.mix_weights, columns=MIX_COLUMNS)
     per_tag = pd.DataFrame(total.per_tag, columns=PER_TAG_COLUMNS)
+    curves = pd.DataFrame(total.learning_curve, columns=LEARNING_CURVE_COLUMNS)
+    efficiency = pd.concat(
+        [df for df in (data_efficiency(curves), pd.DataFrame(total.data_efficiency)) if not df.empty]
+        or [pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS)],
+        ignore_index=True,
+    )[DATA_EFFICIENCY_COLUMNS]
     run.timings["total"] = round(time.time() - t_start, 3)
     prov = run_provenance(
         experiment=exp.to_dict(),
@@ -578,6 +593,14 @@ def _run_experiment(
         write_side_table(similarity, out_dir, "similarity")
     else:
         (out_dir / SIMILARITY_NAME).unlink(missing_ok=True)  # a stale map from an earlier run of this folder
+    for name, table, file in (
+        ("learning_curve", curves, LEARNING_CURVE_NAME),
+        ("data_efficiency", efficiency, DATA_EFFICIENCY_NAME),
+    ):
+        if table.empty:
+            (out_dir / file).unlink(missing_ok=True)
+        else:
+            write_side_table(table, out_dir, name)
     res = Results(
         results=results,
         mix_weights=mix,
@@ -586,6 +609,8 @@ def _run_experiment(
         stores={(enc, ref.dataset, ref.split): run.stores[(enc, ref)] for (enc, ref) in run.parts},
         out_dir=out_dir,
         similarity=similarity,
+        learning_curve=curves,
+        data_efficiency=efficiency,
     )
     if progress:
         hits = sum(s["cache_hit"] for s in run.store_info.values())

@@ -46,6 +46,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from probing.errors import InputError
 from probing.probes.control import ControlTask
+from probing.probes.curves import epsilon_sample_complexity, surplus_description_length
 from probing.probes.linear import LinearProbe
 
 __all__ = ["FRACTIONS", "MLPProbe", "OnlineCode", "online_codelength", "control_codelength"]
@@ -104,6 +105,24 @@ class OnlineCode:
             "uniform_kbits": self.uniform_kbits,
             "compression": self.compression,
         }
+
+    def surplus_description_length(self, epsilon: float) -> tuple[float, bool]:
+        """Whitney et al.'s SDL in bits at ``epsilon`` bits per token
+        (:func:`probing.probes.curves.surplus_description_length`): each block's tokens at the mean
+        cross-entropy of the probe that coded it, the first at ``log2 K``. At ``epsilon = 0`` it is
+        ``codelength_bits`` (in bits throughout). Returns ``(sdl_bits, complete)``."""
+        sent = self.block_tokens > 0
+        per_token = self.block_bits[sent] / self.block_tokens[sent]
+        return surplus_description_length(self.block_tokens[sent], per_token, epsilon)
+
+    def sample_complexity(self, epsilon: float) -> float:
+        """Whitney et al.'s eSC in training sentences (:func:`probing.probes.curves.epsilon_sample_complexity`):
+        the sentences sent before the first block whose probe codes it at ``epsilon`` bits per token or
+        less (0 when the uniform code already does); ``inf`` when no block's probe does."""
+        sent = self.block_tokens > 0
+        before = np.concatenate([[0], np.cumsum(self.block_sentences)[:-1]])[sent]
+        per_token = self.block_bits[sent] / self.block_tokens[sent]
+        return epsilon_sample_complexity(before, per_token, epsilon)
 
     def blocks(self) -> pd.DataFrame:
         """One row per block: fraction, sentences, tokens, bits, nats, accuracy (NaN for the first)."""

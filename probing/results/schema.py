@@ -39,12 +39,49 @@ MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
 # probing.similarity.layer_similarity: every layer pair of the [similarity] encoders
 SIMILARITY_COLUMNS = ["encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value", "n_tokens"]
+# one row per layer, training size, test part and sentence-order seed (probing.tasks.curves)
+LEARNING_CURVE_COLUMNS = [
+    "task",
+    "dataset",
+    "split",
+    "encoder",
+    "layer",
+    "train_fraction",
+    "n_train_sentences",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "seed",
+]
+# measure "ratio": how many times more training sentences reference_encoder/reference_layer needs to reach the
+# score encoder/layer reaches with at_fraction of them (ratio; inf: never within the full set); measures
+# "sdl_kbits" and "esc_sentences" (Whitney et al., from the MDL blocks at epsilon bits per token; value, with
+# bound "lower" where the curve had not reached epsilon): see DESIGN.md, "Learning curves"
+DATA_EFFICIENCY_COLUMNS = [
+    "task",
+    "dataset",
+    "split",
+    "encoder",
+    "layer",
+    "reference_encoder",
+    "reference_layer",
+    "at_fraction",
+    "ratio",
+    "measure",
+    "epsilon",
+    "value",
+    "bound",
+    "seed",
+]
 
 CSV_NAME = "results.csv"
 JSON_NAME = "results.json"
 MIX_NAME = "mix_weights.csv"
 PER_TAG_NAME = "per_tag.csv"
 SIMILARITY_NAME = "similarity.csv"
+LEARNING_CURVE_NAME = "learning_curve.csv"
+DATA_EFFICIENCY_NAME = "data_efficiency.csv"
 
 BASELINE_ENCODER = "baseline"
 MIX_LAYER = "mix"

@@ -26,9 +26,11 @@ from probing._io import atomic_open
 from probing.errors import ProbingError
 from probing.results.schema import (
     CSV_NAME,
+    DATA_EFFICIENCY_COLUMNS,
     FLOAT_COLUMNS,
     INTERVENTION,
     JSON_NAME,
+    LEARNING_CURVE_COLUMNS,
     MIX_COLUMNS,
     PER_TAG_COLUMNS,
     RESULT_COLUMNS,
@@ -199,16 +201,35 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
     return validate_results(df, source=str(path))
 
 
-_SIDE_TABLES = {"mix_weights": MIX_COLUMNS, "per_tag": PER_TAG_COLUMNS, "similarity": SIMILARITY_COLUMNS}
+_SIDE_TABLES = {
+    "mix_weights": MIX_COLUMNS,
+    "per_tag": PER_TAG_COLUMNS,
+    "similarity": SIMILARITY_COLUMNS,
+    "learning_curve": LEARNING_CURVE_COLUMNS,
+    "data_efficiency": DATA_EFFICIENCY_COLUMNS,
+}
 _SIDE_TEXT = {
     "mix_weights": ("task", "dataset", "encoder", "layer"),
     "per_tag": ("task", "dataset", "split", "encoder", "layer", "tag"),
     "similarity": ("encoder_a", "layer_a", "encoder_b", "layer_b", "measure"),
+    "learning_curve": ("task", "dataset", "split", "encoder", "layer", "metric"),
+    "data_efficiency": (
+        "task",
+        "dataset",
+        "split",
+        "encoder",
+        "layer",
+        "reference_encoder",
+        "reference_layer",
+        "measure",
+        "bound",
+    ),
 }
 
 
 def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) -> Path:
-    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"`` or ``"similarity"``) as ``<name>.csv`` in
+    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"``, ``"similarity"``, ``"learning_curve"`` or
+    ``"data_efficiency"``) as ``<name>.csv`` in
     ``out_dir`` (atomically)."""
     columns = _SIDE_TABLES[name]
     missing = [c for c in columns if c not in df.columns]

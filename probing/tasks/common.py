@@ -111,18 +111,23 @@ class Part:
 
 @dataclass
 class TaskOutput:
-    """Rows for the results table, the scalar-mix weights and per-tag tables, and notes on each probe."""
+    """Rows for the results table, the scalar-mix weights, per-tag and learning-curve tables, the
+    data-efficiency rows a kind computes itself (SDL and eSC from MDL blocks), and notes on each probe."""
 
     rows: list[dict] = field(default_factory=list)
     mix_weights: list[dict] = field(default_factory=list)
     per_tag: list[dict] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)
+    learning_curve: list[dict] = field(default_factory=list)
+    data_efficiency: list[dict] = field(default_factory=list)
 
     def extend(self, other: TaskOutput) -> TaskOutput:
         self.rows += other.rows
         self.mix_weights += other.mix_weights
         self.per_tag += other.per_tag
         self.probes += other.probes
+        self.learning_curve += other.learning_curve
+        self.data_efficiency += other.data_efficiency
         return self
 
 

@@ -19,6 +19,7 @@ accuracy rows for the tokens inside and outside each vocabulary of :func:`defaul
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from probing.tasks.common import (
     quiet_fit,
     sentence_groups,
 )
+from probing.tasks.curves import CurveScores, curve_rows, parse_learning_curve
 from probing.tasks.metrics import TAGGING_METRICS
 
 if TYPE_CHECKING:
@@ -305,6 +307,7 @@ def tagging_probes(
     directions: bool = False,
     vocabularies: Mapping[str, VocabFn] | None = None,
     mdl: Mapping[str, Any] | None = None,
+    curve: dict[str, Any] | None = None,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
@@ -313,7 +316,8 @@ def tagging_probes(
     ``directions``: also probe each biLSTM layer's forward and backward half (rows with layers ``"1f"``,
     ``"1b"``, ...; no control task, margin, mix or concat for them). ``vocabularies`` (name -> in-vocabulary
     test): add :func:`split_rows` for every probe. ``mdl``
-    (the MDL options of :func:`mdl_rows`, or None) adds online-codelength rows for every single layer.
+    (the MDL options of :func:`mdl_rows`, or None) adds online-codelength rows for every single layer;
+    ``curve`` (the ``learning_curve`` options, or None) learning-curve rows (:mod:`probing.tasks.curves`).
     """
     tests = list(tests)
     if not tests:
@@ -392,6 +396,15 @@ def tagging_probes(
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
             out.probes.append({**note, "layer": name, "seed": seed, **info})
             _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits)
+    if curve is not None:
+        for name in layer_names:
+            tell(f"{task} {encoder} layer {name}: learning curve")
+            X_tr, X_dv, X_te = data[name]
+            scores = _probe_curve(X_tr, X_dv, X_te, tr, dv, test_items, settings)
+            full = [(p, ok.astype(np.float64), g) for p, ok, g in single[name]]
+            out.learning_curve += curve_rows(
+                task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot, full
+            )
     if mdl is not None:
         for name in layer_names:
             tell(f"{task} {encoder} layer {name}: online codelength")
@@ -454,6 +467,31 @@ def tagging_probes(
     return out
 
 
+def _probe_curve(X_tr, X_dv, X_te, tr: Items, dv: Items, tests: list[tuple[Part, Items]], settings: ProbeSettings):
+    """The layer's probe (C chosen on the dev items) refitted on a subset of the training items, scored on
+    every test part: a :data:`~probing.tasks.curves.CurveScores`. A subset with one label predicts it."""
+
+    def scores(sub: np.ndarray) -> list[tuple[Part, np.ndarray, np.ndarray]]:
+        y = tr.y[sub]
+        if len(np.unique(y)) < 2:
+            predict = lambda X: np.full(X.shape[0], y[0], dtype=y.dtype)  # noqa: E731
+        else:
+            predict = fit_probe(X_tr[sub], y, X_dv, dv.y, settings, settings.probe_seeds[0])[0].predict
+        return [(p, (predict(X) == it.y).astype(np.float64), it.groups) for (p, it), X in zip(tests, X_te)]
+
+    return scores
+
+
+def _baseline_curve(model_type, tr: Items, tests: list[tuple[Part, Items]]) -> CurveScores:
+    """A word-identity baseline refitted on a subset of the training items, scored on every test part."""
+
+    def scores(sub: np.ndarray) -> list[tuple[Part, np.ndarray, np.ndarray]]:
+        model = model_type().fit(tr.words[sub].tolist(), tr.y[sub])
+        return [(p, (model.predict(it.words.tolist()) == it.y).astype(np.float64), it.groups) for p, it in tests]
+
+    return scores
+
+
 def _control(
     task: str,
     encoder: str,
@@ -499,6 +537,7 @@ def _control(
 
 
 MDL_PROBES = ("linear", "mlp")
+MDL_EPSILON = 0.5  # bits per token: the loss at which SDL and eSC are read off the online code
 
 
 def mdl_fractions(n_sentences: int) -> tuple[float, ...]:
@@ -531,6 +570,8 @@ def mdl_rows(
     sentence order (and the control labels); the dev items stop each block's training early: the linear
     probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss
     (without a dev split, the task's held-out tenth of the training sentences is the dev set and is not coded).
+    Each seed also gives ``data_efficiency`` rows: Whitney et al.'s SDL (``sdl_kbits``) and eSC
+    (``esc_sentences``) at ``options["epsilon"]`` bits per token (:data:`MDL_EPSILON` by default).
     X_tr, X_dv: (n_train, d), (n_dev, d) activations of the items ``tr``, ``dv``."""
     probe = options.get("probe", "linear")
     kwargs: dict[str, Any] = {
@@ -562,6 +603,31 @@ def mdl_rows(
             make_row(task, train.dataset, train.split, encoder, layer, name, value, seed=seed)
             for name, value in values.items()
         ]
+        epsilon = float(options.get("epsilon", MDL_EPSILON))
+        sdl, complete = code.surplus_description_length(epsilon)
+        esc = code.sample_complexity(epsilon)
+        for measure, value, bound in (
+            ("sdl_kbits", sdl / 1000, "" if complete else "lower"),
+            ("esc_sentences", esc, ""),
+        ):
+            out.data_efficiency.append(
+                {
+                    "task": task,
+                    "dataset": train.dataset,
+                    "split": train.split,
+                    "encoder": encoder,
+                    "layer": layer,
+                    "reference_encoder": "",
+                    "reference_layer": "",
+                    "at_fraction": math.nan,
+                    "ratio": math.nan,
+                    "measure": measure,
+                    "epsilon": epsilon,
+                    "value": value,
+                    "bound": bound,
+                    "seed": seed,
+                }
+            )
         out.probes.append(
             {
                 "task": task,
@@ -587,10 +653,11 @@ def tagging_baselines(
     *,
     which: Sequence[str] = TAGGING_BASELINES,
     vocabularies: Mapping[str, VocabFn] | None = None,
+    curve: dict[str, Any] | None = None,
 ) -> TaskOutput:
     """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
     same training items as the probes; rows with encoder ``baseline`` (and :func:`split_rows` with
-    ``vocabularies``)."""
+    ``vocabularies``, learning-curve rows with ``curve``)."""
     unknown = sorted(set(which) - set(TAGGING_BASELINES))
     if unknown:
         raise TaskError(f"task {task!r}: unknown tagging baseline(s) {unknown}; known: {list(TAGGING_BASELINES)}")
@@ -613,6 +680,11 @@ def tagging_baselines(
                 out.rows += split_rows(
                     task, part, BASELINE_ENCODER, layer, correct, it.groups, splits, seed, settings.n_boot
                 )
+        if curve is not None:
+            scores = _baseline_curve(models[layer], tr, [(p, items(p, labels, task)) for p in tests])
+            out.learning_curve += curve_rows(
+                task, BASELINE_ENCODER, layer, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot
+            )
     return out
 
 
@@ -630,6 +702,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
         directions=bool(job.options.get("directions")),
         vocabularies=vocabularies,
         mdl=job.options.get("mdl"),
+        curve=job.options.get("learning_curve"),
     )
     if job.with_baselines and job.baselines:
         out.extend(
@@ -642,6 +715,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
                 job.settings,
                 which=job.baselines,
                 vocabularies=vocabularies,
+                curve=job.options.get("learning_curve"),
             )
         )
     return out
@@ -656,14 +730,15 @@ def _parse_claims(t: Table) -> dict[str, Any]:
 def _parse_mdl(t: Table) -> dict[str, Any]:
     """The MDL keys: ``mdl`` (false), ``mdl_probe`` ("linear" | "mlp"), ``mdl_seeds`` (1: how many of the
     experiment's seeds get their own codelength), ``mdl_hidden_layers`` (1 | 2) and ``mdl_width`` (256) for
-    the MLP. Without ``mdl = true`` nothing is added to the options (so existing jobs keep their cache keys)."""
+    the MLP, ``mdl_epsilon`` (:data:`MDL_EPSILON` bits per token: where SDL and eSC are read). Without ``mdl = true`` nothing is added to the options (so existing jobs keep their cache keys)."""
     on = t.boolean("mdl", False)
     probe = t.string("mdl_probe", "linear", choices=MDL_PROBES)
     seeds = t.integer("mdl_seeds", 1, minimum=1)
     hidden = t.integer("mdl_hidden_layers", 1, minimum=1, maximum=2)
     width = t.integer("mdl_width", 256, minimum=1)
+    epsilon = t.number("mdl_epsilon", MDL_EPSILON)
     if not on:
-        for key in ("mdl_probe", "mdl_seeds", "mdl_hidden_layers", "mdl_width"):
+        for key in ("mdl_probe", "mdl_seeds", "mdl_hidden_layers", "mdl_width", "mdl_epsilon"):
             if key in t.data:
                 raise t.fail(key, "mdl = true beside it (the key has no effect without it)", t.data[key])
         return {}
@@ -674,12 +749,14 @@ def _parse_mdl(t: Table) -> dict[str, Any]:
     mdl: dict[str, Any] = {"probe": probe, "seeds": seeds}
     if probe == "mlp":
         mdl.update(hidden_layers=hidden, width=width)
+    if "mdl_epsilon" in t.data:
+        mdl["epsilon"] = float(epsilon)
     return {"mdl": mdl}
 
 
 def _parse_options(t: Table) -> dict[str, Any]:
-    """The options every tagging-like kind shares: the seed-claim switches and the MDL keys."""
-    return {**_parse_claims(t), **_parse_mdl(t)}
+    """The options every tagging-like kind shares: the seed-claim switches, the MDL and learning-curve keys."""
+    return {**_parse_claims(t), **_parse_mdl(t), **parse_learning_curve(t)}
 
 
 def _parse_label(t: Table) -> dict[str, Any]:

@@ -9,7 +9,7 @@ F1 = precision = recall = the mean per-instance credit, and its CI is a cluster 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from probing.tasks.common import (
     fraction_row,
     margin_rows,
 )
+from probing.tasks.curves import CurveScores, curve_rows, parse_learning_curve
 from probing.tasks.metrics import WSD_METRICS
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _f1_row(
 ) -> tuple[dict, dict]:
     gold = dict(zip(inst["instance_id"], inst["keys"]))
     scores = score_wsd(dict(zip(inst["instance_id"], pred)), gold)
-    credit = np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
+    credit = _credit(pred, inst)
     row = fraction_row(
         task,
         part,
@@ -93,8 +94,10 @@ def wsd_1nn(
     inventory=None,
     metric: str = "cosine",
     progress=None,
+    curve: dict[str, Any] | None = None,
 ) -> TaskOutput:
-    """F1 of 1-NN sense centroids for every layer of one encoder, on each test part (``metric`` f1)."""
+    """F1 of 1-NN sense centroids for every layer of one encoder, on each test part (``metric`` f1); with
+    ``curve`` (the ``learning_curve`` options), learning-curve rows per layer (:mod:`probing.tasks.curves`)."""
     tests = list(tests)
     train_inst = instances(train, task)
     test_inst = [(p, instances(p, task)) for p in tests]
@@ -114,7 +117,7 @@ def wsd_1nn(
             pred = details["sense"].tolist()
             row, scores = _f1_row(task, part, encoder, layer, inst, pred, seed, settings)
             out.rows.append(row)
-            credit = np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
+            credit = _credit(pred, inst)
             single.setdefault(layer, []).append((part, credit, inst["sentence_id"].to_numpy()))
             out.probes.append(
                 {
@@ -134,7 +137,41 @@ def wsd_1nn(
                 }
             )
     out.rows += margin_rows(task, encoder, single, seed, settings.n_boot)
+    if curve is not None:
+        for layer in train.store.layer_names:
+            if progress:
+                progress(f"{task} {encoder} layer {layer}: learning curve")
+            curve_scores = _centroid_curve(train, layer, train_inst, test_inst, inventory, metric)
+            groups = train_inst["sentence_id"].to_numpy()
+            out.learning_curve += curve_rows(
+                task, encoder, layer, groups, curve, settings.seeds, curve_scores, "f1", settings.n_boot
+            )
     return out
+
+
+def _credit(pred: Sequence[str], inst: pd.DataFrame) -> np.ndarray:
+    """1.0 per instance whose answer is one of its gold keys (Raganato's F1 when every instance is answered)."""
+    return np.array([1.0 if p in keys else 0.0 for p, keys in zip(pred, inst["keys"])])
+
+
+def _centroid_curve(
+    train: Part, layer: str, train_inst: pd.DataFrame, test_inst, inventory, metric: str
+) -> CurveScores:
+    """1-NN sense centroids of ``layer`` fitted on a subset of the training instances, scored on each test part."""
+
+    def scores(sub: np.ndarray) -> list[tuple[Part, np.ndarray, np.ndarray]]:
+        model = SenseCentroids(metric=metric, inventory=inventory).fit(
+            train.store.layer(layer), train_inst["keys"].iloc[sub].tolist(), rows=train_inst["row"].to_numpy()[sub]
+        )
+        out = []
+        for part, inst in test_inst:
+            pred = model.predict(
+                part.store.layer(layer), inst["lemma"].tolist(), inst["pos"].tolist(), rows=inst["row"].to_numpy()
+            )
+            out.append((part, _credit(list(pred), inst), inst["sentence_id"].to_numpy()))
+        return out
+
+    return scores
 
 
 def wsd_baselines(
@@ -145,8 +182,10 @@ def wsd_baselines(
     *,
     inventory=None,
     which: Sequence[str] = WSD_BASELINES,
+    curve: dict[str, Any] | None = None,
 ) -> TaskOutput:
-    """WordNet first sense and SemCor most frequent sense (counted on ``train``): rows with encoder ``baseline``."""
+    """WordNet first sense and SemCor most frequent sense (counted on ``train``): rows with encoder ``baseline``;
+    with ``curve``, the most frequent sense's learning curve (the first sense learns nothing from SemCor)."""
     unknown = sorted(set(which) - set(WSD_BASELINES))
     if unknown:
         raise TaskError(f"task {task!r}: unknown WSD baseline(s) {unknown}; known: {list(WSD_BASELINES)}")
@@ -163,6 +202,28 @@ def wsd_baselines(
                 assert mfs is not None  # fitted above whenever semcor-mfs is asked for
                 pred = mfs.predict(lemmas, pos)
             out.rows.append(_f1_row(task, part, BASELINE_ENCODER, name, inst, pred, seed, settings)[0])
+    if curve is not None and "semcor-mfs" in which:
+        train_inst = instances(train, task)
+        tests_inst = [(p, instances(p, task)) for p in tests]
+
+        def scores(sub: np.ndarray) -> list[tuple[Part, np.ndarray, np.ndarray]]:
+            model = MostFrequentSense(inventory).fit(train_inst["keys"].iloc[sub])
+            return [
+                (p, _credit(model.predict(i["lemma"].tolist(), i["pos"].tolist()), i), i["sentence_id"].to_numpy())
+                for p, i in tests_inst
+            ]
+
+        out.learning_curve += curve_rows(
+            task,
+            BASELINE_ENCODER,
+            "semcor-mfs",
+            train_inst["sentence_id"].to_numpy(),
+            curve,
+            settings.seeds,
+            scores,
+            "f1",
+            settings.n_boot,
+        )
     return out
 
 
@@ -176,16 +237,25 @@ def _run(job: Job) -> TaskOutput:
         inventory=job.inventory,
         metric=job.options["metric"],
         progress=job.progress,
+        curve=job.options.get("learning_curve"),
     )
     if job.with_baselines and job.baselines:
         out.extend(
-            wsd_baselines(job.task, job.train, job.tests, job.settings, inventory=job.inventory, which=job.baselines)
+            wsd_baselines(
+                job.task,
+                job.train,
+                job.tests,
+                job.settings,
+                inventory=job.inventory,
+                which=job.baselines,
+                curve=job.options.get("learning_curve"),
+            )
         )
     return out
 
 
-def _parse(t: Table) -> dict[str, str]:
-    return {"metric": t.string("metric", "cosine", choices=("cosine", "euclidean"))}
+def _parse(t: Table) -> dict[str, Any]:
+    return {"metric": t.string("metric", "cosine", choices=("cosine", "euclidean")), **parse_learning_curve(t)}
 
 
 WSD_1NN = TaskKind(

@@ -1,0 +1,112 @@
+"""Learning curves per layer (issue 31): a task's probe retrained on nested prefixes of its training sentences.
+
+With ``learning_curve = [0.01, 0.1, 1.0]`` in a ``[[tasks]]`` table (kinds ``tagging``, ``supersense``,
+``wsd-1nn``), every single layer (and every baseline that is trained) is refitted on the first
+``int(f * n)`` of the ``n`` training sentences, for each fraction ``f``, in one seeded order per seed (the
+first ``learning_curve_seeds`` of the experiment's seeds, 1 by default): the prefixes are nested, so a
+larger size only adds sentences. A size is scored like the full task (its headline metric on every test
+part, with a cluster-bootstrap CI over test sentences); the probe's C is chosen on dev at each size, since
+the best C moves with n. Rows go to the ``learning_curve`` side table (:data:`LEARNING_CURVE_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from probing.tasks.common import Part, TaskError, fraction_row
+
+if TYPE_CHECKING:
+    from probing._toml import Table
+
+CurveScores = Callable[[np.ndarray], list[tuple[Part, np.ndarray, np.ndarray]]]
+"""Training item indices (m,) -> for each test part: (part, per-item scores (k,), sentence ids (k,))."""
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One size of a learning curve: the fraction asked for, the sentences it keeps and their items."""
+
+    fraction: float
+    n_sentences: int
+    items: np.ndarray
+
+
+def nested_prefixes(groups: np.ndarray, fractions: Sequence[float], seed: int) -> list[CurvePoint]:
+    """The items of the first ``int(f * n)`` sentences of one seeded order, for each fraction (ascending).
+
+    groups : (m,) the sentence id of each training item; ``n`` is the number of distinct ids. Fractions
+    that keep no sentence (``int(f * n) < 1``, as for the MDL blocks) or no more than the previous one are left
+    out; the prefixes are nested.
+    """
+    sentences, member = np.unique(np.asarray(groups), return_inverse=True)
+    rank = np.empty(len(sentences), dtype=np.int64)
+    rank[np.random.default_rng(seed).permutation(len(sentences))] = np.arange(len(sentences))
+    item_rank = rank[member]
+    points: list[CurvePoint] = []
+    for f in sorted(fractions):
+        n = int(f * len(sentences))
+        if n >= 1 and (not points or n > points[-1].n_sentences):
+            points.append(CurvePoint(float(f), n, np.flatnonzero(item_rank < n)))
+    return points
+
+
+def curve_rows(
+    task: str,
+    encoder: str,
+    layer: str,
+    groups: np.ndarray,
+    options: dict[str, Any],
+    seeds: Sequence[int],
+    scores: CurveScores,
+    metric: str,
+    n_boot: int,
+    full: list[tuple[Part, np.ndarray, np.ndarray]] | None = None,
+) -> list[dict]:
+    """Learning-curve rows of one layer: ``scores`` of the model refitted on each prefix of each seed's order.
+
+    groups : (m,) sentence ids of the training items; ``options`` the task's ``learning_curve`` options;
+    ``seeds`` the experiment's seeds (the first ``options["seeds"]`` order the sentences). ``full``: the
+    task's own scores with every training item (what ``scores(all items)`` returns), reused for a prefix
+    that keeps every sentence instead of fitting the same model again.
+    """
+    rows = []
+    for seed in seeds[: options["seeds"]]:
+        points = nested_prefixes(groups, options["fractions"], seed)
+        if not points:
+            raise TaskError(
+                f"task {task!r}: learning_curve {list(options['fractions'])} keeps no training sentence of "
+                f"{len(np.unique(groups))} (the smallest fraction must keep at least one)"
+            )
+        n_all = len(np.unique(groups))
+        for point in points:
+            scored = full if full is not None and point.n_sentences == n_all else scores(point.items)
+            for part, item_scores, test_groups in scored:
+                row = fraction_row(task, part, encoder, layer, metric, item_scores, test_groups, seed, n_boot)
+                rows.append({**row, "train_fraction": point.fraction, "n_train_sentences": point.n_sentences})
+    return rows
+
+
+def parse_learning_curve(t: Table) -> dict[str, Any]:
+    """``learning_curve`` (fractions of the training sentences, each in (0, 1], distinct; absent: no curve)
+    and ``learning_curve_seeds`` (1: how many of the experiment's seeds get their own sentence order). Nothing
+    enters the options without ``learning_curve``, so existing jobs keep their cache keys."""
+    if "learning_curve" not in t.data:
+        if "learning_curve_seeds" in t.data:
+            raise t.fail("learning_curve_seeds", "learning_curve beside it", t.data["learning_curve_seeds"])
+        return {}
+    fractions = t.get(
+        "learning_curve",
+        "a non-empty list of distinct fractions of the training sentences, each > 0 and <= 1 (e.g. [0.01, 0.1, 1.0])",
+        lambda v: (
+            isinstance(v, list)
+            and len(v) > 0
+            and all(isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f <= 1 for f in v)
+            and len(set(v)) == len(v)
+        ),
+    )
+    seeds = t.integer("learning_curve_seeds", 1, minimum=1)
+    return {"learning_curve": {"fractions": sorted(float(f) for f in fractions), "seeds": seeds}}
