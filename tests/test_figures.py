@@ -395,3 +395,46 @@ def test_one_panel_figures_draw_on_a_given_ax():
     np.testing.assert_allclose([p.get_width() for p in right.containers[0]], [40, 12, 5, -1], atol=1e-9)
     own = F.layer_scores(make_results(), "upos", "accuracy").axes[0]
     assert own.get_title() == left.get_title() and own.get_ylim() == left.get_ylim()
+
+
+def test_learning_curves_draw_one_line_per_layer_and_the_baselines_flat():
+    from probing.figures import learning_curves
+
+    rows = []
+    for encoder, layer, top in (("elmo", "0", 0.85), ("elmo", "1", 0.93), ("glove", "glove", 0.75)):
+        for seed in (0, 1):
+            for f, n in ((0.01, 30), (0.1, 300), (1.0, 3000)):
+                v = top - 0.05 * (1 - f) - 0.01 * seed
+                rows.append(dict(task="upos", dataset="d", split="test", encoder=encoder, layer=layer,
+                                 train_fraction=f, n_train_sentences=n, metric="accuracy", value=v,
+                                 ci_low=v - 0.01, ci_high=v + 0.01, seed=seed))  # fmt: skip
+    curves = pd.DataFrame(rows)
+    results = pd.DataFrame(
+        [
+            dict(
+                task="upos",
+                dataset="d",
+                split="test",
+                encoder="baseline",
+                layer="most-frequent-tag",
+                metric="accuracy",
+                value=0.8,
+                ci_low=0.79,
+                ci_high=0.81,
+                seed=0,
+            )
+        ]  # fmt: skip
+    )
+    fig = learning_curves(curves, "upos", results=results)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and "(%)" in ax.get_ylabel()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"ELMo layer 0", "ELMo layer 1", "GloVe", "most frequent tag"}
+    # a line through the mean over the two seeds, in percent, at the measured sizes
+    x, y = lines["ELMo layer 1"].get_data()
+    assert list(x) == [30, 300, 3000] and y[-1] == pytest.approx((0.93 + 0.92) / 2 * 100)
+    assert list(lines["most frequent tag"].get_ydata()) == [80.0, 80.0]  # flat: the full-data baseline
+    from probing.errors import InputError
+
+    with pytest.raises(InputError, match="task .pos. has no curve; tasks with curves: upos"):
+        learning_curves(curves, "pos")

@@ -7,6 +7,7 @@ writing nothing:
 * :mod:`~probing.figures.mix`: :func:`mix_weights`; :mod:`~probing.figures.tags`: :func:`tag_gains`;
 * :mod:`~probing.figures.splits`: :func:`directions` (forward/backward halves), :func:`oov_split`;
 * :mod:`~probing.figures.mdl`: :func:`codelength_by_layer`, :func:`compression_by_layer`;
+* :mod:`~probing.figures.curves`: :func:`learning_curves` (score against training sentences);
 * :mod:`~probing.figures.similarity`: :func:`similarity_heatmap`;
 * :mod:`~probing.figures.syntax`: :func:`metric_by_layer`, :func:`rank_sweep`, :func:`tree_comparison`.
 
@@ -14,6 +15,7 @@ Seeds are averaged by :func:`probing.results.aggregate.aggregate` (re-exported h
 The input tables are described in :mod:`probing.figures.layers`.
 """
 
+from probing.figures.curves import learning_curves
 from probing.figures.layers import (
     default_metric,
     layer_scores,
@@ -48,6 +50,7 @@ __all__ = [
     "layer_scores",
     "layer_scores_panels",
     "layer_sort_key",
+    "learning_curves",
     "metric_by_layer",
     "mix_weights",
     "oov_split",
