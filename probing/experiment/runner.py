@@ -404,8 +404,8 @@ def _run_experiment(
         train = run.part(enc, task.train)
         dev = run.part(enc, task.dev) if task.dev else None
         tests = run.tests(task, enc)
-        bar.update(1)
         if not tests:
+            bar.update(1)
             continue
         if first:
             run.check_overlap(train, dev, tests)
@@ -442,6 +442,7 @@ def _run_experiment(
             run.timings[f"task {task.name}/{enc}"] = round(seconds, 3)
             cache.put(key, out)
         outputs.append(out)
+        bar.update(1)  # counted when finished: a one-job run shows 0/1 while its layers are fitted
     if pending:
         bar.reset(total=len(pending))
         bar.set_description(f"probing on Ray ({ray_address})")
