@@ -93,10 +93,11 @@ def probe_layers(
     """Probe every layer of each encoder for ``label`` and return the tidy results table.
 
     By default each layer gets a probe and a control task, with C chosen from ``QUICK_PROBE``'s grid
-    ``[0.01, 1, 100]``: on demo-ud (82k training tokens, 13k test tokens) with ``encoders=["elmo", "glove"]``
-    and the stores cached that took TIME_QUICK on 2 cores. ``thorough=True`` adds the scalar mix and the
-    concatenation of all layers and the experiment file's full grid ``[0.001 ... 100]`` (the same call took
-    TIME_THOROUGH); ``probe`` keys override either (``probe={"mix": True}`` adds only the mix).
+    ``[0.01, 1, 100]``. ``thorough=True`` adds the scalar mix, the concatenation of all layers and the
+    experiment file's full grid ``[0.001 ... 100]``: with these the same call on an 82k-token corpus with
+    ``encoders=["elmo", "glove"]`` took 20 minutes on a 2-core laptop, 6-7 of them in each of the mix and
+    the concatenation. ``benchmarks/bench_probe_layers.py`` times both settings on demo-ud. ``probe`` keys
+    override either (``probe={"mix": True}`` adds only the mix).
 
     ``train``, ``dev`` and ``test`` (one or a list) are corpus specs (``"demo-ud:train"``,
     ``"conllu:my.conllu"``, ``"text:PATH"``, ``"raganato:XML[:KEY]"``) or :class:`~probing.corpora.Corpus`
