@@ -290,6 +290,8 @@ def _neighbors(args: argparse.Namespace) -> int:
         )
         gloss = inventory().gloss
     encoder = get_encoder(args.model, seed=args.seed)
+    if args.position is not None and not args.sentence:
+        raise UserError("--position picks a word of --sentence: give --sentence too")
     words = as_words(args.sentence, "--sentence", max_tokens=MAX_TOKENS) if args.sentence else None
     position = None if words is None else _query_position(words, args.word, args.position)
     only = None

@@ -102,6 +102,7 @@ def test_a_word_twice_in_the_sentence_is_named_and_position_picks_one(capsys):
     assert not np.isclose(w1, w5, atol=1e-3)
     err = user_error(capsys, "neighbors", "play", *SEMCOR, "--sentence", sentence, "--position", 3)
     assert "--position 3: word 3 of --sentence is 'chess', not 'play'" in err
+    assert "give --sentence too" in user_error(capsys, "neighbors", "play", *SEMCOR, "--position", 2)
 
 
 def test_readme_cli_table_names_every_report_option():
