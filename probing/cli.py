@@ -297,7 +297,8 @@ def _neighbors(args: argparse.Namespace) -> int:
     only = None
     if args.lemma or args.pos:
         for option, column in (("--lemma", "lemma"), ("--pos", "upos")):
-            if getattr(args, option[2:]) and not store.tokens[column].astype(str).str.len().any():
+            values = store.tokens.get(column)
+            if getattr(args, option[2:]) and (values is None or not values.astype(str).str.len().any()):
                 raise UserError(
                     f"{args.corpus} has no {column} annotation (its column is empty or '_'): {option} cannot "
                     "select occurrences in it"

@@ -61,7 +61,7 @@ def test_lemma_on_a_corpus_without_lemmas_says_so(tmp_path, capsys):
     path.write_text("\n".join(rows) + "\n\n")
     corpus = ["--model", ELMO, "--corpus", f"conllu:{path}", "-q"]
     err = user_error(capsys, "neighbors", "bank", *corpus, "--lemma", "bank")
-    assert "nolemma has no lemma annotation (its column is empty or '_'): --lemma cannot select" in err
+    assert "nolemma.conllu has no lemma annotation (its column is empty or '_'): --lemma cannot select" in err
     # the POS column is filled, so --pos still filters (and finds the noun)
     rc, out, _ = cli(capsys, "neighbors", "bank", *corpus, "--pos", "NOUN", "--layer", "0")
     assert rc == 0 and "bank" in out.split("layer 0:")[1]
