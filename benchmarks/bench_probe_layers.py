@@ -30,6 +30,7 @@ def main() -> None:
             store = extract_activations(model, "demo-ud", split, cache_dir=args.cache, progress=False)
             n_tokens[split] = len(store)
     rows.append(("extract (6 stores)", time.time() - t0, time.process_time() - c0))
+    print(f"demo-ud tokens: {n_tokens}; extract {rows[-1][1]:.1f} s wall, {rows[-1][2]:.1f} s CPU", flush=True)
     for thorough in (False, True):
         name = "thorough" if thorough else "quick"
         if args.only not in (None, name):
@@ -46,7 +47,7 @@ def main() -> None:
         )
         layers = sorted(set(df["layer"]))
         rows.append((f"probe_layers {name} ({', '.join(layers)})", time.time() - t0, time.process_time() - c0))
-    print(f"demo-ud tokens: {n_tokens}")
+        print(f"{rows[-1][0]}: {rows[-1][1]:.1f} s wall, {rows[-1][2]:.1f} s CPU", flush=True)
     print(f"{'step':<80} {'wall s':>8} {'CPU s':>8}")
     for name, wall, cpu in rows:
         print(f"{name:<80} {wall:8.1f} {cpu:8.1f}")
