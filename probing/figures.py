@@ -295,7 +295,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     xpos = {lay: i for i, lay in enumerate(layers)}
     n = len(series)
     dodge = 0.08 if n > 1 else 0.0
-    handles = []
+    handles: list[Any] = []
     s_lo, s_hi = math.inf, -math.inf
     for i, (name, df) in enumerate(series.items()):
         colour, marker = _SERIES_COLOURS[i % len(_SERIES_COLOURS)], _MARKERS[i % len(_MARKERS)]

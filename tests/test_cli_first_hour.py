@@ -57,8 +57,9 @@ def test_lemma_on_a_corpus_without_lemmas_says_so(tmp_path, capsys):
         "2\tbank\t_\tNOUN\t_\t_\t0\troot\t_\t_",
         "3\tcloses\t_\tVERB\t_\t_\t2\tdep\t_\t_",
     ]
+    other = ["1\tA\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tbank\t_\tNOUN\t_\t_\t0\troot\t_\t_"]
     path = tmp_path / "nolemma.conllu"
-    path.write_text("\n".join(rows) + "\n\n")
+    path.write_text("\n".join(rows) + "\n\n" + "\n".join(other) + "\n\n")  # the query's own sentence is skipped
     corpus = ["--model", ELMO, "--corpus", f"conllu:{path}", "-q"]
     err = user_error(capsys, "neighbors", "bank", *corpus, "--lemma", "bank")
     assert "nolemma.conllu has no lemma annotation (its column is empty or '_'): --lemma cannot select" in err
@@ -117,7 +118,7 @@ def test_readme_cli_table_names_every_report_option():
     assert "--sentence TEXT [--position N]" in neighbours
 
 
-def test_slow_steps_say_what_they_do(tmp_path, capsys):
+def test_long_steps_say_what_they_do(tmp_path, capsys):
     """``explore`` and ``--glosses`` were silent for minutes (issue #34): each says what it is doing on stderr,
     and ``-q`` keeps it quiet."""
     pytest.importorskip("bokeh", reason="the explorer needs the explore extra")
