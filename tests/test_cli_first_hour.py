@@ -11,7 +11,7 @@ import pytest
 from probing import tokenize
 from probing.cli import build_parser, main
 from probing.corpora import load
-from probing.elmo import Elmo
+from probing.encoders import get_encoder
 from probing.errors import InputError
 from probing.experiment import extract_activations
 from probing.views.neighbors import neighbors
@@ -90,10 +90,10 @@ def test_a_word_twice_in_the_sentence_is_named_and_position_picks_one(capsys):
     )
     assert rc == 0 and "occurs" not in err6
     store = extract_activations(str(ELMO), "demo-semcor", "train", max_sentences=215, progress=False)
-    encoder = Elmo.from_files(ELMO / "options.json", ELMO / "lm_weights.hdf5")
+    encoder = get_encoder(str(ELMO), seed=0)  # what the command line builds from --model
     for text, position in ((out, 1), (out6, 5)):
         want = neighbors("play", sentence=sentence, position=position, layer=2, store=store, encoder=encoder, k=1)
-        cosine = float(text.split("layer 2:")[1].strip().splitlines()[2].split()[1])
+        cosine = float(text.split("layer 2:")[1].strip().splitlines()[3].split()[1])  # title, header, rule, row
         assert cosine == pytest.approx(float(want["cosine"].iloc[0]), abs=5e-4)
     # the two occurrences differ at layer 2 (context), so the test tells them apart
     w1, w5 = (
