@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ProbingError
+from .tokenize import MAX_TOKENS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -226,8 +227,10 @@ def _run(args: argparse.Namespace) -> int:
         "(results.csv, results.json, mix_weights.csv, per_tag.csv)"
     )
     if not summary.empty:
+        from .results.display import format_summary
+
         print("scores in percent, mean over seeds:")
-        print(summary.to_string(na_rep=""))
+        print(format_summary(summary, res.headlines))
     for msg in res.provenance.get("warnings", []):
         print(f"warning: {msg}", file=sys.stderr)
     print(f"figures and report: probing report {res.out_dir}")
@@ -251,7 +254,7 @@ def _neighbor_columns(df):
 def _neighbors(args: argparse.Namespace) -> int:
     from .glove import load_vectors
     from .tokenize import as_words
-    from .views.neighbors import locate, neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
+    from .views.neighbors import neighbors, occurrence_neighbors, sentence_text, table4, type_neighbors
 
     if args.vectors is None and args.model is None:
         raise UserError("give --vectors (type neighbours) and/or --model with --corpus (neighbours in context)")
@@ -280,17 +283,32 @@ def _neighbors(args: argparse.Namespace) -> int:
     if args.glosses:
         from .wordnet import inventory
 
+        _say(
+            args,
+            "--glosses: looking up the WordNet gloss of each neighbour's sense (reading WordNet first: "
+            "this can add a minute or more)",
+        )
         gloss = inventory().gloss
     encoder = get_encoder(args.model, seed=args.seed)
-    words = as_words(args.sentence, "--sentence") if args.sentence else None
+    if args.position is not None and not args.sentence:
+        raise UserError("--position picks a word of --sentence: give --sentence too")
+    words = as_words(args.sentence, "--sentence", max_tokens=MAX_TOKENS) if args.sentence else None
+    position = None if words is None else _query_position(words, args.word, args.position)
     only = None
     if args.lemma or args.pos:
+        for option, column in (("--lemma", "lemma"), ("--pos", "upos")):
+            values = store.tokens.get(column)
+            if getattr(args, option[2:]) and (values is None or not values.astype(str).str.len().any()):
+                raise UserError(
+                    f"{args.corpus} has no {column} annotation (its column is empty or '_'): {option} cannot "
+                    "select occurrences in it"
+                )
         only = store.rows(lemma=args.lemma, upos=args.pos.upper() if args.pos else None)
         if not len(only):
             what = " and ".join(f"{k} {v!r}" for k, v in (("lemma", args.lemma), ("POS", args.pos)) if v)
             raise UserError(f"no occurrence with {what} in {args.corpus} ({len(store)} tokens) to search")
     if args.table4:
-        sources = None if words is None else [(words, locate(words, word=args.word))]
+        sources = None if words is None else [(words, position)]
         found = table4(
             vectors, store, encoder, args.word, sources, layers, k_glove=args.k or 10, rows=only, gloss=gloss
         ).astype(object)
@@ -313,6 +331,7 @@ def _neighbors(args: argparse.Namespace) -> int:
             found = neighbors(
                 args.word,
                 sentence=words,
+                position=position,
                 layer=layer,
                 store=store,
                 encoder=encoder,
@@ -323,6 +342,33 @@ def _neighbors(args: argparse.Namespace) -> int:
         print(f"\nlayer {layer}: nearest occurrences in {args.corpus}")
         print(_table(_neighbor_columns(found)))
     return 0
+
+
+def _say(args: argparse.Namespace, msg: str) -> None:
+    """What a slow step is doing, on stderr (not with --quiet)."""
+    if not args.quiet:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _query_position(words: list[str], word: str, position: int | None) -> int:
+    """The 0-based index of the query in ``--sentence``: ``--position`` (counted from 1), else the word's
+    first occurrence, with a note on stderr when it occurs more than once."""
+    from .views.neighbors import holds_word, locate, word_positions
+
+    if position is not None:
+        if position > len(words) or not holds_word(words[position - 1], word):
+            held = f"is {words[position - 1]!r}" if position <= len(words) else f"does not exist ({len(words)} words)"
+            raise UserError(f"--position {position}: word {position} of --sentence {held}, not {word!r}")
+        return position - 1
+    found = word_positions(words, word)
+    if len(found) > 1:
+        at = ", ".join(str(i + 1) for i in found)
+        print(
+            f"note: {word!r} occurs {len(found)} times in --sentence (words {at}, counting from 1); the query is "
+            f"word {found[0] + 1}: pass --position N for another",
+            file=sys.stderr,
+        )
+    return locate(words, None, word)
 
 
 @command("explore")
@@ -344,6 +390,13 @@ def _explore(args: argparse.Namespace) -> int:
         from .glove import load_vectors
 
         glove = load_vectors(GLOVE_NAME, progress=not args.quiet)
+    maps = "UMAP (its code is compiled on first use in a process: a minute or two)" if args.method == "umap" else "PCA"
+    panels = f"{len(layers)} layer(s)" + (" and GloVe" if glove is not None else "")
+    _say(
+        args,
+        f"explore: {', '.join(args.lemma or args.word)} in {args.corpus}: {maps} maps of {panels}, WordNet "
+        "glosses for the hover, nearest occurrences for the clicks ...",
+    )
     ex = explore(
         store,
         args.lemma,
@@ -447,7 +500,11 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
         metavar="NAME",
         help="dataset name (see probing data list) or your own file: conllu:PATH, text:PATH, raganato:XML[:KEY]",
     )
-    p.add_argument("--split", help="split of the dataset (train, dev, test, all...)")
+    p.add_argument(
+        "--split",
+        help="split of the dataset, one of those `probing data list` shows (demo-ud: train, dev, test); may be "
+        "left out when it has one",
+    )
     p.add_argument("--path", help="read the dataset from this file or folder instead of searching for it")
     p.add_argument(
         "--cache",
@@ -619,6 +676,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--sentence",
         metavar="TEXT",
         help="a sentence holding the word, its context (tokenized as probing.tokenize says)",
+    )
+    p.add_argument(
+        "--position",
+        type=_integer(1, MAX_TOKENS),
+        metavar="N",
+        help="with --sentence: the query is its N-th word, counting from 1 (default: the word's first occurrence)",
     )
     p.add_argument("--lemma", metavar="L", help="search only occurrences with this lemma (any case), e.g. the word's")
     p.add_argument("--pos", metavar="TAG", help="search only occurrences with this universal POS tag (NOUN, VERB, ...)")

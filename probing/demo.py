@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +34,11 @@ from probing.experiment import Results, load_experiment, run_experiment
 from probing.glove import Vectors
 from probing.report import draw_figures, write_report
 from probing.results import write_results
+from probing.results.display import format_summary
 from probing.store import Store, extract
-from probing.views.explorer import MissingExtraError, explore
+from probing.views.explorer import GLOVE_PANEL, MissingExtraError, explore
 from probing.views.neighbors import format_table, table4
+from probing.views.sense_claim import sense_claim_note
 from probing.views.umap import umap_layers, umap_pos
 from probing.wordnet import inventory
 
@@ -61,21 +64,25 @@ DEMO_NOTES = {
 @dataclass
 class DemoOutput:
     """What :func:`run_demo` produced: the probing results, the Table-4 neighbours of "play", the figure
-    and report files, and wall times in seconds by stage."""
+    and report files, wall times in seconds by stage, and the sentence on the paper's sense claim where the
+    model contradicts it."""
 
     results: Results
     neighbours: pd.DataFrame
     figures: dict[str, Path]
     report: Path
     timings: dict[str, float] = field(default_factory=dict)
+    sense_note: str | None = None
+    """Where the model contradicts the paper's sense claim (:func:`probing.views.sense_claim.sense_claim_note`)."""
 
     def summary(self) -> str:
         """The headline table (scores in percent) and where the files are, as printed by ``probing demo``."""
-        table = self.results.summary().to_string(na_rep="", float_format="{:.1f}".format)
+        table = format_summary(self.results.summary(), self.results.headlines)
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in self.timings.items())
+        note = f"{textwrap.fill(self.sense_note, 100)}\n\n" if self.sense_note else ""
         return (
             f"{table}\n\nnearest neighbours of 'play':\n{format_table(self.neighbours, max_colwidth=60)}\n\n"
-            f"report:  {self.report}\nfigures: {len(self.figures)} in {self.report.parent / 'figures'}\n"
+            f"{note}report:  {self.report}\nfigures: {len(self.figures)} in {self.report.parent / 'figures'}\n"
             f"time:    {stages}"
         )
 
@@ -132,11 +139,17 @@ def run_demo(
     drawn["umap_pos"] = umap_pos(res.store(*POS_STORE), max_points=5 * points)
     tables = {'Nearest neighbours of "play" (Peters et al. 2018, Table 4)': neighbours}
     links = {}
+    notes = dict(DEMO_NOTES)
+    sense_note = None
     try:
         explorer = explore(semcor, SENSE_LEMMAS, glove=glove, gloss=senses.gloss, max_points=5 * points)
         explorer.save(out / "explorer.html")
         links["Occurrence explorer: hover a point to read its sentence (explorer.html)"] = "explorer.html"
         tables["Sense separation per layer (leave-one-out 1-NN sense accuracy, 95% CI)"] = explorer.scores
+        top = [p for p in explorer.panels if p != GLOVE_PANEL][-1]
+        sense_note = sense_claim_note(explorer.scores, top, model="the bundled model")
+        if sense_note:
+            notes["umap_senses"] = f"{notes['umap_senses']} {sense_note}"
     except MissingExtraError as e:
         print(f"probing demo: no explorer.html ({e})", file=sys.stderr)
     embed = "png" if "png" in formats else formats[0]
@@ -151,12 +164,14 @@ def run_demo(
         res.results,
         provenance,
         figures=files,
-        notes=DEMO_NOTES,
+        notes=notes,
         tables=tables,
         links=links,
         title="probing demo: what each ELMo layer knows",
     )
-    return DemoOutput(results=res, neighbours=neighbours, figures=files, report=report, timings=timings)
+    return DemoOutput(
+        results=res, neighbours=neighbours, figures=files, report=report, timings=timings, sense_note=sense_note
+    )
 
 
 __all__ = ["DemoOutput", "run_demo"]

@@ -22,6 +22,9 @@ from collections.abc import Sequence
 
 from probing.errors import InputError
 
+MAX_TOKENS = 1000
+"""The most tokens a sentence may have: a line of a text file, or a sentence given on the command line."""
+
 CLITICS = ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m")
 _CLITIC = re.compile(r"(?i)^(.+?)(n['’]t|['’](?:s|re|ve|ll|d|m))$")
 
@@ -58,11 +61,14 @@ def tokenize(text: str) -> list[str]:
     return [token for piece in text.split() for token in _split_piece(piece)]
 
 
-def as_words(sentence: str | Sequence[str], where: str = "sentence") -> list[str]:
-    """A sentence as a list of tokens: a string is tokenized (:func:`tokenize`), a list is checked and copied."""
+def as_words(sentence: str | Sequence[str], where: str = "sentence", max_tokens: int | None = None) -> list[str]:
+    """A sentence as a list of tokens: a string is tokenized (:func:`tokenize`), a list is checked and copied;
+    more than ``max_tokens`` tokens is an error (the command line uses the text files' limit)."""
     words = tokenize(sentence) if isinstance(sentence, str) else list(sentence)
     if not words:
         raise InputError(f"{where} is empty: it needs at least one token")
+    if max_tokens is not None and len(words) > max_tokens:
+        raise InputError(f"{where} has {len(words):,} tokens; at most {max_tokens:,} are taken (as in a text file)")
     for i, w in enumerate(words):
         if not isinstance(w, str) or not w.strip():
             raise InputError(f"{where}: token {i} is {w!r}; every token must be a non-empty string")

@@ -26,6 +26,7 @@ from probing.elmo import Elmo, ElmoOptions, hub
 from probing.experiment import Results, extract_activations
 from probing.report import draw_figures
 from probing.results import read_results
+from probing.results.display import format_summary
 from probing.store import Store
 
 FIX = Path(__file__).parent / "fixtures"
@@ -419,7 +420,9 @@ def test_run_prints_the_summary_of_the_files_it_wrote(run_dir, capsys):
     pd.testing.assert_frame_equal(results, read_results(run_dir / "out"))
     summary = Results(results, None, None, {}, {}, run_dir / "again").summary()
     assert list(summary.columns) == ["0", "1", "2", "mix", "concat", "majority", "most-frequent-tag"]
-    assert summary.to_string(na_rep="") in out
+    assert format_summary(summary, {"upos": "accuracy"}) in out
+    best = summary.loc[summary.index.get_level_values("encoder") == "elmo", ["0", "1", "2"]].iloc[0].idxmax()
+    assert f"{summary.loc[('upos', 'demo-ud', 'test', 'elmo'), best]:.1f}*" in out  # the best layer is marked
     assert f"probing report {run_dir / 'again'}" in out
 
 

@@ -90,6 +90,12 @@ def test_wsd_and_neighbours_are_sane(demo):
     assert ctx["cosine"].between(0, 1.0 + 1e-6).all()
     # at layer 0 (context-free) the nearest occurrence of "play" is another "play": cosine 1
     assert ctx[ctx["layer"] == "0"]["cosine"].min() > 0.999
+    # where the bundled model's top layer does not separate senses, the summary and the report say so
+    html = out.report.read_text(encoding="utf-8")
+    if out.sense_note is not None:
+        assert "layer 2 does not do better than chance" in out.sense_note
+        assert "layer 2 does not do better than chance" in html and "probing download original" in html
+        assert "probing download original" in out.summary().replace("\n", " ")
 
 
 def test_second_run_is_served_from_the_cache(demo, capsys):

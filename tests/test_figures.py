@@ -97,6 +97,18 @@ def test_layer_scores_plots_table_values_and_cis_in_percent():
     assert to_hex(rnd.lines[0].get_color()) == F.OKABE_ITO["vermillion"].lower()
 
 
+def test_layer_scores_ring_each_series_best_single_layer():
+    """issue #34: the figures never marked the best layer; a ring marks it per series (the report and the
+    terminal summary name the same layer), and the legend says what the ring means."""
+    ax = F.layer_scores(make_results(), "upos", "accuracy").axes[0]
+    rings = [c for c in ax.collections if c.get_gid() == "best"]
+    centres = sorted(tuple(np.round(c.get_offsets()[0], 2)) for c in rings)
+    # ELMo's best is layer 1 (96), the random ELMo's layer 0 (85); GloVe has one layer: nothing to choose
+    assert [round(y, 2) for _, y in centres] == [85.0, 96.0]
+    assert [round(x) for x, _ in sorted(centres, key=lambda c: c[1])] == [0, 1]
+    assert "best single layer" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
 def test_layer_scores_labels_and_title():
     ax = F.layer_scores(make_results(), "upos", "accuracy").axes[0]
     assert "accuracy" in ax.get_ylabel() and "%" in ax.get_ylabel()

@@ -15,6 +15,7 @@ import pytest
 from probing.corpora import load
 from probing.corpora.registry import file_spec
 from probing.experiment import ExperimentError, parse_experiment
+from probing.results import read_provenance
 from probing.tasks.tagging import feature_labels, is_label, label_function
 
 FIX = Path(__file__).parent / "fixtures"
@@ -159,7 +160,20 @@ def test_probe_layers_on_own_conllu_files_predicts_a_feature(essays):
     got = res[(res["layer"] == "majority") & (res["metric"] == "accuracy")]["value"]
     assert majority == "none" and float(got.iat[0]) == pytest.approx(want)
     acc = res[(res["encoder"] == "elmo") & (res["metric"] == "accuracy")].set_index("layer")["value"]
-    assert set(acc.index) == {"0", "1", "2", "mix", "concat"} and acc.between(0, 1).all()
+    assert set(acc.index) == {"0", "1", "2"} and acc.between(0, 1).all()  # quick default: no mix or concat
+    assert set(res[res["metric"] == "selectivity"]["layer"]) == {"0", "1", "2"}  # each layer's control task
+    for thorough, layers, grid in (
+        (False, set(), [0.01, 1.0, 100.0]),
+        (True, {"mix", "concat"}, [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]),
+    ):
+        again = probe_layers(
+            f"conllu:{train}", f"conllu:{test}", label="feats:Number", encoders=[elmo], thorough=thorough,
+            probe={"max_iter": 30, "mix_max_iter": 30}, bootstrap=50, cache_dir=root / "cache", progress=False,
+            out_dir=root / f"thorough-{thorough}",
+        )  # fmt: skip
+        elmo_rows = again[(again["metric"] == "accuracy") & (again["encoder"] == "elmo")]
+        assert set(elmo_rows["layer"]) == {"0", "1", "2"} | layers
+        assert read_provenance(root / f"thorough-{thorough}")["probe"]["Cs"] == grid
 
 
 def test_probe_layers_takes_corpus_objects_and_deprel(essays):

@@ -195,7 +195,7 @@ def test_layer_figure_has_panels_legend_and_subsample_note(tmp_path, monkeypatch
     assert "GloVe has no vector for 'bank'" in text
     # the most frequent form gets the first Okabe-Ito colour, the second the second
     first = maps[0].collections
-    colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in first if len(c.get_offsets())}
+    colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in first if len(c.get_facecolor())}  # not the star
     from matplotlib.colors import to_rgb
 
     assert {tuple(np.round(to_rgb(c), 3)) for c in OKABE_ITO[:2]} <= colours
@@ -245,9 +245,27 @@ def test_context_free_layer_falls_back_to_pca_and_says_so():
     # for UMAP, so the exact PCA layout is used (and no UMAP is run) and the title tells why
     fig = umap_layers(make_store(), ["play"], [0], max_points=80, method="umap", all_forms=True)
     (panel,) = [ax for ax in fig.axes if ax.axison]
-    assert panel.get_title() == "'play' (all forms), layer 0: 2 distinct vectors (PCA)"
+    assert panel.get_title() == "'play' (all forms), layer 0\n2 distinct vectors (PCA)"
     assert panel.get_xlabel() == "PCA 1"
     assert "80 of 80" not in _texts(fig), "nothing was subsampled, so no note"
+
+
+def test_titles_stay_inside_the_figure_and_the_star_hides_no_point():
+    """issue #34: umap_senses.png clipped its left titles, and its opaque star hid layer 0's single point
+    (every occurrence of one form has the mean's vector there)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    # layer 0 asks for UMAP and falls back to PCA: the longest title, in the leftmost panel
+    fig = umap_layers(make_store(), ["play"], [0], max_points=80, method="umap", all_forms=True)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    for ax in fig.axes:
+        box = ax.title.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= width, ax.get_title()
+    panel0 = next(ax for ax in fig.axes if "layer 0" in ax.get_title())
+    star = next(c for c in panel0.collections if c.get_zorder() == 5)
+    assert len(star.get_offsets()) == 1 and len(star.get_facecolor()) == 0  # hollow: the point under it shows
 
 
 def test_sense_maps_default_to_one_form_and_print_the_score():

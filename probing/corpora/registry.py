@@ -563,7 +563,9 @@ def load(name: str, split: str | None = None, *, path: str | Path | None = None)
     ds = _dataset(name)
     if split is None:
         if "all" not in ds.splits and len(ds.splits) > 1:
-            raise InputError(f"{name} has splits {', '.join(ds.splits)}: pass split=")
+            raise InputError(
+                f"{name} has splits {', '.join(ds.splits)}: name one (split= in Python, --split on the command line)"
+            )
         split = "all" if "all" in ds.splits else ds.splits[0]
     elif split not in ds.splits and not isinstance(ds, TextDataset):
         raise InputError(f"{name} has no split {split!r}; its splits are {', '.join(ds.splits)}")

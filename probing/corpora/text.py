@@ -17,8 +17,7 @@ from pathlib import Path
 
 from probing.corpora._files import base_name, numbered_lines, require_file
 from probing.corpora.base import Corpus, CorpusFormatError, Origin, Sentence, make_sentence, reader_version
-
-MAX_TOKENS = 1000
+from probing.tokenize import MAX_TOKENS
 
 
 def line_tokens(path: Path, lineno: int, line: str, max_tokens: int = MAX_TOKENS) -> list[str]:

@@ -26,7 +26,6 @@ from probing._toml import ExperimentError
 from probing.encoders import Encoder
 from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
-from probing.protocols import StoreLike
 from probing.results import (
     DATA_EFFICIENCY_COLUMNS,
     DATA_EFFICIENCY_NAME,
@@ -125,6 +124,7 @@ class _Run:
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
         self.timings: dict[str, float] = {}
+        self.overlaps_checked: set[tuple[str, str, str, str]] = set()
 
     def log(self, msg: str) -> None:
         if self.progress:
@@ -230,34 +230,18 @@ class _Run:
                     self.log(f"skipped {ref} for task {task.name}: not found")
         return parts
 
-    def check_overlap(self, task: TaskSpec, train: Part, dev: Part | None, tests: list[Part]) -> None:
-        """Warn when a task evaluates on sentences it trains on (identical word sequences)."""
-        seen = _sentence_hashes(train.store)
-        named = [("dev", dev)] if dev is not None else []
-        for role, part in named + [("test", p) for p in tests]:
-            if part is None:
-                continue
-            other = _sentence_hashes(part.store)
-            shared = len(np.intersect1d(seen, other))
-            if shared:
-                share = shared / max(len(np.unique(other)), 1)
-                what = "is the training split" if share == 1.0 else f"shares {share:.0%} of its sentences with"
-                self.warn(
-                    f"task {task.name!r}: {role} data {part.dataset}/{part.split} {what} "
-                    f"{train.dataset}/{train.split} ({shared} identical sentences): its scores measure "
-                    "memorisation, not generalisation"
-                )
+    def check_overlap(self, train: Part, dev: Part | None, tests: list[Part]) -> None:
+        """State how many dev and test sentences also occur in training, once per pair of splits: a warning
+        where that can matter (:data:`probing.experiment.overlap.WARN_SHARE` or more, or the same split), a
+        log line otherwise."""
+        from probing.experiment.overlap import new_overlaps
 
-
-def _sentence_hashes(store: StoreLike) -> np.ndarray:
-    """A 64-bit hash of each sentence's word sequence, ``(n_sentences,)`` uint64, sorted."""
-    words = store.tokens["word"].astype(str).to_numpy()
-    offsets = np.asarray(store.offsets)
-    out = np.empty(len(offsets) - 1, dtype=np.uint64)
-    for i in range(len(out)):
-        text = "\x1f".join(words[offsets[i] : offsets[i + 1]]).encode("utf-8")
-        out[i] = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-    return np.sort(out)
+        evaluated = ([("dev", dev)] if dev is not None else []) + [("test", p) for p in tests]
+        for found in new_overlaps(train, evaluated, self.overlaps_checked):
+            if found.matters:
+                self.warn(found.describe())
+            elif found.shared:
+                self.log(found.describe())
 
 
 def probe_warnings(probes: list[dict], Cs: tuple[float, ...]) -> list[str]:
@@ -348,9 +332,9 @@ def run_experiment(
     Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
     (stores, task, settings, WordNet inventory, probe code): an interrupted run resumes from its finished
     jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
-    ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (a test split that is the
-    training split, a C chosen at an end of the grid, a fit that hit max_iter) under ``warnings``; they are
-    also issued as ``UserWarning``s.
+    ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (5 % or more of a dev or
+    test split's sentences also in training, once per pair of splits; a C chosen at an end of the grid, a fit
+    that hit max_iter) under ``warnings``; they are also issued as ``UserWarning``s.
 
     ``device`` runs every model and probe there (:func:`probing.devices.use_device`; default CUDA when
     available, else CPU); provenance records it under ``device``. It is in no cache key: results on every
@@ -471,11 +455,11 @@ def _run_experiment(
         train = run.part(enc, task.train)
         dev = run.part(enc, task.dev) if task.dev else None
         tests = run.tests(task, enc)
-        bar.update(1)
         if not tests:
+            bar.update(1)
             continue
         if first:
-            run.check_overlap(task, train, dev, tests)
+            run.check_overlap(train, dev, tests)
         inventory = None
         if kind.uses_wordnet:
             from probing.wordnet import inventory as resolve
@@ -517,6 +501,7 @@ def _run_experiment(
                 run.timings[f"task {label}"] = round(seconds, 3)
                 cache.put(key, out)
             outputs.append(out)
+        bar.update(1)  # counted when finished: a one-job run shows 0/1 while its layers are fitted
     if pending:
         bar.reset(total=len(pending))
         bar.set_description(f"probing on Ray ({ray_address})")

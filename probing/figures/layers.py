@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 import matplotlib
 import numpy as np
@@ -36,6 +36,7 @@ import pandas as pd
 from matplotlib import transforms
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from probing.errors import InputError
 from probing.figures.style import (
@@ -177,7 +178,7 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
     xpos = {lay: i for i, lay in enumerate(layers)}
     n = len(series)
     dodge = 0.08 if n > 1 else 0.0
-    handles = []
+    handles: list[Any] = []
     s_lo, s_hi = math.inf, -math.inf
     for i, (name, df) in enumerate(series.items()):
         colour, marker = SERIES_COLOURS[i % len(SERIES_COLOURS)], MARKERS[i % len(MARKERS)]
@@ -204,6 +205,12 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
             zorder=3,
         )
         handles.append(h)
+        if numeric.sum() > 1:  # ring the best single layer, as the terminal summary stars it
+            pick = np.nanargmax if metric_info(metric).higher_is_better else np.nanargmin
+            best = np.flatnonzero(numeric)[pick(y[numeric])]
+            ax.scatter(
+                x[best], y[best], s=190, facecolors="none", edgecolors=colour, linewidths=1.5, zorder=4, gid="best"
+            )
         s_lo = min(s_lo, np.nanmin(np.fmin(lo, y)))
         s_hi = max(s_hi, np.nanmax(np.fmax(hi, y)))
 
@@ -263,6 +270,11 @@ def _draw_layer_scores(ax: Axes, rows: pd.DataFrame, metric: str, clip_baselines
             )
     ax.set_xlabel("layer (0 = context-free token layer)")
     ax.set_ylabel(metric_info(metric).label)
+    if any(c.get_gid() == "best" for c in ax.collections):
+        handles.append(
+            Line2D([], [], marker="o", linestyle="", markersize=10, markerfacecolor="none", color="0.3",
+                   label="best single layer")
+        )  # fmt: skip
     ax.legend(handles=handles, loc="best", frameon=True, framealpha=0.9, edgecolor="0.8")
 
 

@@ -313,19 +313,23 @@ def holds_word(found: str, word: str) -> bool:
     return f == w or (len(w) >= 3 and f.startswith(w[: max(3, len(w) - 1)]))
 
 
+def word_positions(words: Sequence[str], word: str) -> list[int]:
+    """0-based indices of ``word`` in ``words``: its exact forms (any case), else its inflected forms
+    (:func:`holds_word`); :func:`locate` takes the first."""
+    exact = [i for i, w in enumerate(words) if w.lower() == word.lower()]
+    return exact or [i for i, w in enumerate(words) if holds_word(w, word)]
+
+
 def locate(words: Sequence[str], position: int | None = None, word: str | None = None) -> int:
     """Index of the query in ``words``: ``position`` (checked to hold ``word`` when both are given), or the
     first occurrence of ``word`` (any case, inflected forms as :func:`holds_word`)."""
     if position is None:
         if word is None:
             raise InputError("give the query's position in the sentence (or the word to find)")
-        for i, w in enumerate(words):
-            if w.lower() == word.lower():
-                return i
-        for i, w in enumerate(words):
-            if holds_word(w, word):
-                return i
-        raise InputError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
+        found = word_positions(words, word)
+        if not found:
+            raise InputError(f"{word!r} does not occur in the sentence {' '.join(words)!r}")
+        return found[0]
     if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
         raise InputError(f"position must be a 0-based word index, got {position!r}")
     if not 0 <= position < len(words):

@@ -269,9 +269,17 @@ def _style_map_axis(ax: Axes, title: str, method: str) -> None:
 
 
 def _fallback_note(panel: pd.DataFrame, requested: str) -> str:
+    """The second title line of a panel drawn by PCA instead of the method asked for (kept short: a long
+    single-line title ran past the figure's left edge)."""
     if panel["method"].iat[0] == requested:
         return ""
-    return f": {panel['n_distinct'].iat[0]} distinct vectors (PCA)"
+    return f"\n{panel['n_distinct'].iat[0]} distinct vectors (PCA)"
+
+
+def _draw_type_average(ax: Axes, star: pd.DataFrame) -> None:
+    """The mean of the occurrences as a hollow star, so that a point under it (layer 0's single point,
+    where every occurrence has the mean's vector) stays visible."""
+    ax.scatter(star["x"], star["y"], marker="*", s=260, facecolors="none", edgecolors="black", linewidths=1.3, zorder=5)
 
 
 def _marker_size(n: int) -> float:
@@ -311,7 +319,7 @@ def umap_layers(
     Colours are the lemma's most frequent senses (Okabe-Ito), grey the rest; the legend gives
     short glosses (``gloss(key)``) or the sense keys, with counts.
 
-    The black star is the mean of the plotted occurrence vectors, embedded in the same map: the one
+    The hollow black star is the mean of the plotted occurrence vectors, embedded in the same map: the one
     point a type-level vector gives every occurrence. It is *not* the GloVe vector, which lives in
     another space and cannot be placed on this map. With ``glove`` (a :class:`~probing.glove.Vectors`)
     the last column says so and lists the word's GloVe type neighbours: one vector, one list,
@@ -350,10 +358,7 @@ def umap_layers(
             panel = part[part["layer"] == name]
             occ = panel[panel["kind"] == "occurrence"]
             _draw_groups(panel_ax, occ, groups, colour_of)
-            star = panel[panel["kind"] == "type average"]
-            panel_ax.scatter(
-                star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5
-            )
+            _draw_type_average(panel_ax, panel[panel["kind"] == "type average"])
             _style_map_axis(
                 panel_ax, f"{first['selection']}, layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0]
             )
@@ -388,6 +393,7 @@ def umap_layers(
                 marker="*",
                 linestyle="",
                 color="black",
+                markerfacecolor="none",
                 markersize=12,
                 label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
             )
@@ -430,8 +436,7 @@ def _one_lemma_map(ax: Axes, coords: pd.DataFrame, lemma: str, name: str, method
     groups = [g for g in dict.fromkeys(panel["group"]) if g]
     colour_of = _group_colours(panel)
     _draw_groups(ax, occ, groups, colour_of)
-    star = panel[panel["kind"] == "type average"]
-    ax.scatter(star["x"], star["y"], marker="*", s=220, c="black", edgecolors="white", linewidths=0.8, zorder=5)
+    _draw_type_average(ax, panel[panel["kind"] == "type average"])
     _style_map_axis(ax, f"'{lemma}', layer {name}{_fallback_note(panel, method)}", panel["method"].iat[0])
     handles = [
         Line2D([], [], marker="o", linestyle="", color=colour_of[g], markersize=6,
