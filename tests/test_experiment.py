@@ -441,3 +441,26 @@ def test_run_table_selects_the_backend_and_is_checked():
         parse_experiment('[run]\nbackend = "dask"\n' + base)
     with pytest.raises(ExperimentError, match="workers"):
         parse_experiment("[run]\nworkers = 4\n" + base)
+
+
+def test_a_learning_curve_writes_its_side_tables_and_leaves_the_task_rows_alone(setup, tmp_path, monkeypatch):
+    """``learning_curve`` on the tiny UPOS task: ``learning_curve.csv`` and ``data_efficiency.csv`` beside
+    results.csv, the same tables on ``Results``, and the task's own rows exactly those of the run without it."""
+    root, _, first = setup
+    head, tasks = TOML.split("[[tasks]]", 1)
+    upos = "[[tasks]]" + tasks.split("[[tasks]]")[0] + "learning_curve = [0.1, 0.5, 1.0]\n"
+    exp = parse_experiment(head + upos, base=root)
+    monkeypatch.setenv("PROBING_CACHE", str(root / "probing-cache"))
+    res = run_experiment(exp, tmp_path / "out", progress=False)
+    lc = pd.read_csv(tmp_path / "out" / "learning_curve.csv", dtype={"layer": str})
+    eff = pd.read_csv(tmp_path / "out" / "data_efficiency.csv", dtype={"layer": str, "reference_layer": str})
+    assert len(lc) == len(res.learning_curve) and len(eff) == len(res.data_efficiency)
+    # N = 30 training sentences: 3, 15, 30; every single layer of the three encoders and the trained baselines
+    assert sorted(set(lc.n_train_sentences)) == [3, 15, 30]
+    series = set(zip(lc.encoder, lc.layer))
+    assert {("elmo", "2"), ("random-elmo", "0"), ("glove", "glove"), ("baseline", "most-frequent-tag")} <= series
+    assert set(lc.seed) == {0}  # learning_curve_seeds defaults to 1: the first of the experiment's seeds
+    # ratios at 1 % are absent (no such fraction), at 10 % one per ordered pair of the 9 curves
+    assert set(eff.at_fraction) == {0.1} and len(eff) == 9 * 8
+    upos_rows = first.results[first.results.task == "upos"].reset_index(drop=True)
+    assert res.results.equals(upos_rows)

@@ -42,9 +42,10 @@ def test_a_job_is_counted_when_it_has_finished(tmp_path, monkeypatch):
         out.rows.append(make_row(job.task, "demo-ud", "test", job.encoder, "0", "toy-score", 0.5))
         return out
 
-    metric = Metric("toy-score", "toy score", kinds=("toy-wait",), headline_for=("toy-wait",))
+    metric = Metric("toy-score", "toy score")
     monkeypatch.setitem(METRICS, metric.name, metric)
-    monkeypatch.setitem(TASK_KINDS, "toy-wait", TaskKind("toy-wait", run=run, parse=lambda t: {}))
+    kind = TaskKind("toy-wait", run=run, metrics=(metric,), headline=metric.name, parse=lambda t: {})
+    monkeypatch.setitem(TASK_KINDS, "toy-wait", kind)
     exp = parse_experiment(
         """
         [experiment]
