@@ -187,6 +187,11 @@ def _data(args: argparse.Namespace) -> int:
         table["license"] = [lic or "-" for lic in table["license"]]
         print(_table(table, max_colwidth=100))
         return 0
+    if args.name == "blimp":
+        from .lm.pairs import get_blimp
+
+        print(f"blimp: {get_blimp()} (BLiMP, Warstadt et al. 2020, CC BY 4.0; for probing.lm.minimal_pairs)")
+        return 0
     folder = corpora.get(args.name)
     print(f"{args.name}: {folder}")
     return 0
@@ -582,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
     data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
-    g.add_argument("name", help="dataset name (see probing data list)")
+    g.add_argument("name", help="dataset name (see probing data list), or blimp (minimal pairs)")
 
     p = sub.add_parser(
         "extract",
