@@ -4,4 +4,13 @@ from .head import AdaptiveHead, LmHead, NoHeadError, SoftmaxHead
 from .pairs import minimal_pairs
 from .score import load_model, score, sentence_scores
 
-__all__ = ["AdaptiveHead", "LmHead", "NoHeadError", "SoftmaxHead", "load_model", "minimal_pairs", "score", "sentence_scores"]
+__all__ = [
+    "AdaptiveHead",
+    "LmHead",
+    "NoHeadError",
+    "SoftmaxHead",
+    "load_model",
+    "minimal_pairs",
+    "score",
+    "sentence_scores",
+]

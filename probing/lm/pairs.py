@@ -279,9 +279,7 @@ def summarize(outcomes: pd.DataFrame, *, dataset: str, encoder: str, n_boot: int
             counts = {("paradigm", g): len(ix) for g, ix in index.items()}
             for key, value in point.items():
                 level, name = key
-                low, high = (
-                    np.nanpercentile(boot[key], [2.5, 97.5]) if np.isfinite(boot[key]).any() else (np.nan, np.nan)
-                )
+                low, high = _interval(float(value[0]), boot[key])
                 n = counts.get(key, sum(len(index[g]) for g in groups if level == "overall" or phenomenon[g] == name))
                 rows.append(
                     (
@@ -301,6 +299,16 @@ def summarize(outcomes: pd.DataFrame, *, dataset: str, encoder: str, n_boot: int
                     )
                 )
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+
+def _interval(value: float, replicates: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval, widened to hold ``value`` (as the results contract needs; a percentile
+    interval can miss its point by rounding when every replicate is equal); NaN where nothing was scored."""
+    finite = replicates[np.isfinite(replicates)]
+    if not np.isfinite(value) or finite.size == 0:
+        return float("nan"), float("nan")
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return min(float(low), value), max(float(high), value)
 
 
 def _rate(values: np.ndarray, mask: np.ndarray | None) -> float:
