@@ -197,3 +197,16 @@ def test_adaptive_head_roundtrip_and_log_probs_sum_to_one(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(InputError, match="junk.npz"):
         AdaptiveHead.load(tmp_path / "junk.npz")
+
+
+def test_surprisal_is_minus_log2_of_the_scores_and_the_figure_has_a_bar_each(lm):
+    from probing.lm.surprisal import surprisal, surprisal_figure
+
+    model, softmax, vocab = lm
+    table = surprisal("The old man the boat .", model=model, softmax=softmax, vocab=vocab)
+    words = score(["The old man the boat ."], model=model, softmax=softmax, vocab=vocab)
+    np.testing.assert_allclose(table.surprisal_forward, -words.logprob_forward / math.log(2))
+    np.testing.assert_allclose(table.surprisal_backward, -words.logprob_backward / math.log(2))
+    ax = surprisal_figure(table, title="garden path").axes[0]
+    assert len(ax.patches) == 2 * 6
+    assert [t.get_text() for t in ax.get_xticklabels()][:3] == ["The", "old*", "man*"]
