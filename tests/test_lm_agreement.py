@@ -74,3 +74,27 @@ def test_third_singular():
         "plays",
         "fixes",
     ]
+
+
+def test_context_vectors_are_the_halves_of_the_word_before_the_verb(tmp_path: Path):
+    import numpy as np
+
+    from probing.elmo import Elmo
+    from probing.lm.agreement import agreement_probe, context_vectors
+
+    (tmp_path / "t.conllu").write_text(CONLLU)
+    items, _ = agreement_items(read_conllu(tmp_path / "t.conllu"))
+    model = Elmo.random(Path(__file__).parent / "fixtures" / "elmo_allennlp" / "options.json", seed=0)
+    vecs = context_vectors(items, model)
+    assert list(vecs) == ["0", "1f", "1b", "2f", "2b"]
+    keys = model.embed([items.good[0].split(" ")])[0]  # (3, 8, 32): 'cabinet' (position 4) precedes 'are'
+    np.testing.assert_allclose(vecs["1f"][0], keys[1, 4, :16], atol=1e-5)
+    np.testing.assert_allclose(vecs["2b"][0], keys[2, 4, 16:], atol=1e-5)
+    np.testing.assert_allclose(vecs["0"][0], keys[0, 4, :16], atol=1e-5)
+    rows = agreement_probe(items, items, model, n_boot=50)
+    assert set(rows.layer) == {"0", "1f", "1b", "2f", "2b"}
+    overall = rows[rows.group == "overall"].set_index("layer")
+    per_group = rows[rows.group != "overall"]
+    for layer, part in per_group.groupby("layer"):
+        # overall accuracy = the item-weighted mean of the attractor groups'
+        assert overall.accuracy[layer] == np.average(part.accuracy, weights=part.n)

@@ -15,10 +15,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from probing.corpora.base import Sentence
+    from probing.elmo import Elmo
 
 IRREGULAR = {"is": "are", "are": "is", "was": "were", "were": "was", "has": "have", "have": "has"}
 SINGULAR_FORMS = {"is", "was", "has"}
@@ -123,3 +126,63 @@ def agreement_items(sentences: Iterable[Sentence]) -> tuple[pd.DataFrame, Counte
         rows += found
         skipped += why
     return pd.DataFrame(rows), skipped
+
+
+def agreement_probe(
+    train: pd.DataFrame, test: pd.DataFrame, model: Elmo, *, C: float = 1.0, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """Linzen et al. (2016)'s number prediction without an LM head: a linear probe per layer and direction half
+    predicts the subject's number from the vector of the word just before the verb (items from
+    :func:`agreement_items`; their ``good`` sentences are embedded as whitespace tokens). The forward half has
+    read only the left context; the backward half has read the verb itself, so it is an upper bound, not a
+    test of agreement. Rows: ``layer`` (``0``, ``1f``, ``1b``, ...), ``group`` (attractors, and ``overall``),
+    ``accuracy``, 95% bootstrap CI over sentences, ``n``."""
+    import pandas as pd
+
+    from probing.probes.linear import LinearProbe
+    from probing.probes.stats import bootstrap_ci
+
+    train = train[train.verb_position > 0]
+    test = test[test.verb_position > 0]
+
+    x_train, x_test = context_vectors(train, model), context_vectors(test, model)
+    y_train, y_test = train.number.to_numpy(), test.number.to_numpy()
+    groups = {
+        "overall": np.ones(len(test), dtype=bool),
+        **{g: (test.group == g).to_numpy() for g in sorted(set(test.group))},
+    }
+    sentence_ids = test.sentence_id.to_numpy()
+    rows = []
+    for name in x_train:
+        probe = LinearProbe(C=C, random_state=seed).fit(x_train[name], y_train)
+        right = (probe.predict(x_test[name]) == y_test).astype(np.float64)
+        for group, mask in groups.items():
+            low, high = bootstrap_ci(right[mask], sentence_ids[mask], n_boot=n_boot, seed=seed)
+            value = float(right[mask].mean())
+            rows.append(
+                {
+                    "layer": name,
+                    "group": group,
+                    "accuracy": value,
+                    "ci_low": min(low, value),
+                    "ci_high": max(high, value),
+                    "n": int(mask.sum()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def context_vectors(items: pd.DataFrame, model: Elmo) -> dict[str, np.ndarray]:
+    """Per layer name (``0``, ``1f``, ``1b``, ...): the vectors ``(n_items, dim // 2)`` of the word before each
+    item's verb (layer 0 is context-free, its first copy)."""
+    from probing.layers import direction_names
+
+    half = model.output_dim // 2
+    sentences = list(dict.fromkeys(items.good))
+    vectors = dict(zip(sentences, model.embed([s.split(" ") for s in sentences])))
+    rows = np.stack([vectors[g][:, p - 1] for g, p in zip(items.good, items.verb_position)])  # (n, layers, dim)
+    out = {"0": rows[:, 0, :half]}
+    for name in direction_names(model.layer_names):
+        layer = int(name[:-1])
+        out[name] = rows[:, layer, :half] if name.endswith("f") else rows[:, layer, half:]
+    return out
