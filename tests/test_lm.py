@@ -210,3 +210,27 @@ def test_surprisal_is_minus_log2_of_the_scores_and_the_figure_has_a_bar_each(lm)
     ax = surprisal_figure(table, title="garden path").axes[0]
     assert len(ax.patches) == 2 * 6
     assert [t.get_text() for t in ax.get_xticklabels()][:3] == ["The", "old*", "man*"]
+
+
+def test_the_bundled_head_is_found_by_checkpoint_name(tmp_path, monkeypatch):
+    """A bundled model without lm_head.npz refuses to score; with one (here a random adaptive head at the
+    fixture's width) both the name and an Elmo loaded by that name find it."""
+    import shutil
+
+    from probing import paths
+
+    folder = tmp_path / "resources" / "models" / "default"
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURES / "options.json", folder / "options.json")
+    shutil.copy(FIXTURES / "lm_weights.hdf5", folder / "weights.hdf5")
+    monkeypatch.setattr(paths, "resources_dir", lambda: tmp_path / "resources")
+    with pytest.raises(NoHeadError, match="no LM head"):
+        score(["the cat"], model="default")
+    torch.manual_seed(0)
+    vocab = ["<S>", "</S>", "<UNK>", "the", "cat", *[f"w{i}" for i in range(20)]]
+    module = torch.nn.AdaptiveLogSoftmaxWithLoss(16, len(vocab), [8], div_value=2.0)
+    AdaptiveHead(module, vocab).save(folder / "lm_head.npz", dtype="float32")
+    by_name = sentence_scores(["the cat", "a dog"], model="default")
+    by_model = sentence_scores(["the cat", "a dog"], model=Elmo.from_pretrained("default"))
+    pd.testing.assert_frame_equal(by_name, by_model)
+    assert by_name.n_oov.tolist() == [0, 2]

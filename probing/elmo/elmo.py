@@ -56,6 +56,7 @@ class Elmo(nn.Module):
         self._state: tuple[State, State] | None = None
         self._fingerprint: str | None = None
         self.lm_head: LmHead | None = None  # an LM softmax for probing.lm (not part of the fingerprint)
+        self.checkpoint: str | None = None  # the registered name it was loaded by (finds its LM head)
         self.to_precision(precision)
         self.eval()
 
@@ -78,6 +79,7 @@ class Elmo(nn.Module):
         options, weights = resolve(name)
         model = cls.from_files(options, weights, stateful=stateful, precision=precision)
         model.source = f"{name} ({weights})"
+        model.checkpoint = name
         return model
 
     @classmethod

@@ -57,8 +57,9 @@ class Scored:
 def load_model(
     model: Elmo | str | None = None, softmax: str | Path | None = None, vocab: str | Path | None = None
 ) -> tuple[Elmo, LmHead]:
-    """The biLM and its head: ``model`` an :class:`~probing.elmo.Elmo` (its ``lm_head``) or a registered
-    name (its registered head); ``softmax`` + ``vocab`` (official layout) override the head."""
+    """The biLM and its head: ``model`` an :class:`~probing.elmo.Elmo` (its ``lm_head``, else the head
+    registered for the checkpoint it was loaded by) or a registered name (its registered head);
+    ``softmax`` + ``vocab`` (official layout) override the head."""
     from probing.elmo import Elmo, hub
 
     if (softmax is None) != (vocab is None):
@@ -68,8 +69,9 @@ def load_model(
     if softmax is not None and vocab is not None:
         return elmo, SoftmaxHead.from_files(softmax, vocab)
     head = getattr(elmo, "lm_head", None)
-    if head is None and isinstance(name, str):
-        head = hub.load_head(name)
+    checkpoint = name if isinstance(name, str) else getattr(elmo, "checkpoint", None)
+    if head is None and checkpoint is not None:
+        head = hub.load_head(checkpoint)
     if head is None:
         raise NoHeadError(
             f"model {elmo.source} has no LM head, so it cannot score text: pass softmax= and vocab= (the "
