@@ -86,15 +86,20 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_model_args(args: argparse.Namespace, name: str) -> None:
+    """``--model NAME`` or ``--options`` + ``--weights``, exactly one of the two."""
+    if args.model is not None and (args.options or args.weights):
+        raise UserError("give --model NAME, or --options and --weights, not both")
+    if args.model is None and not (args.options and args.weights):
+        raise UserError(f"{name} needs --model NAME, or --options FILE and --weights FILE")
+
+
 @command("embed")
 def _embed(args: argparse.Namespace) -> int:
     from .elmo import Elmo
     from .elmo.embed import embed_file
 
-    if args.model is not None and (args.options or args.weights):
-        raise UserError("give --model NAME, or --options and --weights, not both")
-    if args.model is None and not (args.options and args.weights):
-        raise UserError("embed needs --model NAME, or --options FILE and --weights FILE")
+    _check_model_args(args, "embed")
     if not Path(args.input).is_file():
         raise UserError(f"input file not found: {args.input}")
     if args.model is not None:
@@ -149,8 +154,27 @@ def _download(args: argparse.Namespace) -> int:
         vectors = load_vectors(GLOVE_NAME)
         print(f"{GLOVE_NAME}: {len(vectors)} words x {vectors.dim}, from {vectors.meta['source']}")
         return 0
-    options, weights = hub.download(args.name)
+    options, weights = hub.download(args.name, with_softmax=args.with_softmax)
     print(f"{args.name}:\n  options {options}\n  weights {weights}")
+    if args.with_softmax:
+        softmax, vocab = hub.resolve_head(args.name, offline=True)
+        print(f"  LM head {softmax}" + (f"\n  vocab   {vocab}" if vocab else ""))
+    return 0
+
+
+@command("score")
+def _score(args: argparse.Namespace) -> int:
+    from .elmo import Elmo
+    from .lm.score import load_model, score_file
+
+    _check_model_args(args, "score")
+    if (args.softmax is None) != (args.vocab is None):
+        raise UserError("give --softmax and --vocab together")
+    model = args.model if args.model is not None else Elmo.from_files(args.options, args.weights)
+    elmo, head = load_model(model, args.softmax, args.vocab)
+    elmo.to_device(args.device)
+    n_sent, n_words = score_file(elmo, head, args.input, args.output, batch_size=args.batch_size)
+    print(f"wrote {args.output}: {n_words} words of {n_sent} sentences, model {elmo.source}, LM head {head.source}")
     return 0
 
 
@@ -163,6 +187,11 @@ def _data(args: argparse.Namespace) -> int:
         table["found"] = [f or "-" for f in table["found"]]
         table["license"] = [lic or "-" for lic in table["license"]]
         print(_table(table, max_colwidth=100))
+        return 0
+    if args.name == "blimp":
+        from .lm.pairs import get_blimp
+
+        print(f"blimp: {get_blimp()} (BLiMP, Warstadt et al. 2020, CC BY 4.0; for probing.lm.minimal_pairs)")
         return 0
     folder = corpora.get(args.name)
     print(f"{args.name}: {folder}")
@@ -481,6 +510,19 @@ def _device(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=_device_name, metavar="DEV", help=DEVICE_HELP)
 
 
+def _text_model_options(p: argparse.ArgumentParser, model_help: str, out_metavar: str, out_kind: str) -> None:
+    """The model (``--model`` or ``--options`` + ``--weights``), ``--input``, ``--output`` and ``--batch-size``
+    of a command that runs ELMo over a text file."""
+    p.add_argument("--model", metavar="NAME", help=model_help)
+    p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
+    p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
+    p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
+    p.add_argument("--output", required=True, metavar=out_metavar, help=f"{out_kind} file to write (atomically)")
+    p.add_argument(
+        "--batch-size", type=_integer(1, 100_000), default=64, metavar="N", help="sentences per batch (default 64)"
+    )
+
+
 def _quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
@@ -548,14 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Embed every line of a text file (one whitespace-tokenized sentence per line) "
         "into an HDF5 file: one dataset per line index plus sentence_to_index.",
     )
-    p.add_argument("--model", metavar="NAME", help="registered checkpoint (see probing download --list)")
-    p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
-    p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
-    p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
-    p.add_argument("--output", required=True, metavar="H5", help="HDF5 file to write (atomically)")
-    p.add_argument(
-        "--batch-size", type=_integer(1, 100_000), default=64, metavar="N", help="sentences per batch (default 64)"
-    )
+    _text_model_options(p, "registered checkpoint (see probing download --list)", "H5", "HDF5")
     p.add_argument(
         "--layers",
         default="all",
@@ -582,6 +617,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("name", nargs="?", help=f"checkpoint name (small, medium, original, original-5.5b) or {GLOVE_NAME}")
     p.add_argument("--list", action="store_true", help="list the checkpoints and whether they are cached")
+    p.add_argument(
+        "--with-softmax",
+        action="store_true",
+        help="also fetch the checkpoint's LM softmax and vocabulary (for probing score; 'original' only)",
+    )
+
+    p = sub.add_parser(
+        "score",
+        help="per-word forward and backward log-probabilities of a text file (ELMo as a language model)",
+        description="Score every line of a text file (one whitespace-tokenized sentence per line) with the "
+        "forward and backward LMs, each sentence from zero state with <S> and </S> added; write one CSV row "
+        "per word: sentence (0-based line), position, word, logprob_forward, logprob_backward (natural "
+        "log), in_vocab.",
+    )
+    _text_model_options(p, "registered checkpoint with an LM head (default, original)", "CSV", "CSV")
+    p.add_argument("--softmax", metavar="H5", help="LM softmax in the official layout (softmax/W, softmax/b)")
+    p.add_argument("--vocab", metavar="TXT", help="the softmax's vocabulary, one token a line")
+    _device(p)
 
     p = sub.add_parser(
         "data",
@@ -591,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
     data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
-    g.add_argument("name", help="dataset name (see probing data list)")
+    g.add_argument("name", help="dataset name (see probing data list), or blimp (minimal pairs)")
 
     p = sub.add_parser(
         "extract",

@@ -167,6 +167,8 @@ def main() -> None:
         corpus_table = f"| source | sentences | tokens | licence |\n|---|---|---|---|\n{rows}"
         dedup = ""
     c = info["config"]
+    lm_head_md = DEST / "LM_HEAD.md"  # written by scripts/fit_lm_head.py --install
+    lm_head = lm_head_md.read_text(encoding="utf-8") if lm_head_md.is_file() else ""
     card = f"""# The bundled default model: a small ELMo pretrained by `probing`
 
 An ELMo-style biLM (Peters et al. 2018) in the official options.json + weights.hdf5 layout, trained by
@@ -214,7 +216,7 @@ same sources and removed from training.
 |---|---|---|---|---|
 {rows}
 
-{measured(args.targets, sha256(DEST / "weights.hdf5")) if args.targets else ""}## Reproduce
+{measured(args.targets, sha256(DEST / "weights.hdf5")) if args.targets else ""}{lm_head}## Reproduce
 ```
 PROBING_DATA=/path/to/shared/data python scripts/make_pretrain_corpus.py --out RUN/corpus
 {args.command}

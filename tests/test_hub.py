@@ -1,20 +1,25 @@
-"""probing.elmo.hub: the official registry's data, and resolve/describe against a local HTTP server."""
+"""probing.elmo.hub: the official registry's data (LM heads included), and resolve/describe against a local HTTP
+server."""
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import shutil
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 from fixtures.download.fileserver import FileServer
 
-from probing import download, paths
-from probing.download import OfflineError
+from probing import cli, download, paths
+from probing.download import OfflineError, UnexpectedContentError
 from probing.elmo import hub
 from probing.elmo.hub import ArchitectureMismatchError, Checkpoint, UnknownCheckpointError
 from probing.elmo.options import ElmoOptions
+from probing.errors import InputError
+from probing.lm import SoftmaxHead
 
 FIXTURES = Path(__file__).parent / "fixtures" / "elmo_allennlp"
 OPTIONS = (FIXTURES / "options.json").read_bytes()
@@ -153,3 +158,95 @@ def test_checkpoint_needs_urls_or_a_bundled_folder():
         Checkpoint("x", "d", options_url="http://h/o.json")
     with pytest.raises(ValueError, match="not both"):
         Checkpoint("x", "d", "http://h/o.json", "http://h/w.hdf5", bundled="models/x")
+
+
+# LM heads: the published softmax next to 'original', and download --with-softmax against the local server
+
+HEAD_VOCAB = "<S>\n</S>\n<UNK>\nthe\ncat\n"
+
+
+def softmax_bytes(n: int = 5, dim: int = 16) -> bytes:
+    """A small softmax file in exactly the official layout: HDF5 softmax/W (V, d) and softmax/b (V,), float32."""
+    buf = io.BytesIO()
+    rng = np.random.default_rng(0)
+    with h5py.File(buf, "w") as f:
+        f["softmax/W"] = rng.standard_normal((n, dim)).astype(np.float32)
+        f["softmax/b"] = rng.standard_normal(n).astype(np.float32)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def head_server():
+    srv = FileServer(
+        {
+            "/tiny/options.json": OPTIONS,
+            "/tiny/weights.hdf5": WEIGHTS,
+            "/tiny/softmax_weights.hdf5": softmax_bytes(),
+            "/tiny/vocab.txt": HEAD_VOCAB.encode(),
+        }
+    )
+    yield srv
+    srv.stop()
+
+
+def head_registry(server: FileServer) -> dict[str, Checkpoint]:
+    entry = Checkpoint(
+        "tiny",
+        "the AllenNLP test biLM with a synthetic softmax",
+        server.url("/tiny/options.json"),
+        server.url("/tiny/weights.hdf5"),
+        architecture=ElmoOptions.from_json(FIXTURES / "options.json"),
+        softmax_url=server.url("/tiny/softmax_weights.hdf5"),
+        vocab_url=server.url("/tiny/vocab.txt"),
+    )
+    return {"tiny": entry}
+
+
+def test_the_published_softmax_sits_next_to_the_original_checkpoint():
+    # allennlp/commands/elmo_perplexities.py (AllenNLP 0.x): DEFAULT_SOFTMAX_FILE and DEFAULT_VOCAB_FILE
+    tag = "2x4096_512_2048cnn_2xhighway"
+    entry = hub.REGISTRY["original"]
+    assert entry.softmax_url == f"https://allennlp.s3.amazonaws.com/models/elmo/{tag}/elmo_{tag}_softmax_weights.hdf5"
+    assert entry.vocab_url == f"https://allennlp.s3.amazonaws.com/models/elmo/{tag}/vocab-2016-09-10.txt"
+    assert [n for n, c in hub.REGISTRY.items() if c.softmax_url] == ["original"]
+    with pytest.raises(InputError, match="'small' has no published LM softmax; checkpoints with one: original"):
+        hub.resolve_head("small")
+
+
+def test_download_with_softmax_then_load_the_head_offline(head_server):
+    reg = head_registry(head_server)
+    hub.download("tiny", with_softmax=True, registry=reg)
+    assert sorted(r.path for r in head_server.requests) == sorted(head_server.files)
+    softmax, vocab = hub.resolve_head("tiny", offline=True, registry=reg)
+    assert softmax.read_bytes() == head_server.files["/tiny/softmax_weights.hdf5"]
+    head = hub.load_head("tiny", registry=reg)
+    assert isinstance(head, SoftmaxHead) and head.vocab == HEAD_VOCAB.split() and head.dim == 16
+    assert len(head_server.requests) == 4, "a cached head is resolved without any request"
+    assert download.recorded(head_server.url("/tiny/softmax_weights.hdf5")) is not None, "first-use hash recorded"
+
+
+def test_an_interrupted_softmax_download_resumes(head_server):
+    head_server.drop_after["/tiny/softmax_weights.hdf5"] = 1000
+    softmax, _ = hub.resolve_head("tiny", registry=head_registry(head_server))
+    assert softmax.read_bytes() == head_server.files["/tiny/softmax_weights.hdf5"]
+    ranges = [r.range for r in head_server.requests if r.path == "/tiny/softmax_weights.hdf5"]
+    assert ranges == [None, "bytes=1000-"]
+
+
+def test_an_html_page_instead_of_the_softmax_is_refused(head_server):
+    head_server.files["/tiny/softmax_weights.hdf5"] = b"<html><body>Access denied</body></html>"
+    with pytest.raises(UnexpectedContentError, match="HTML page"):
+        hub.resolve_head("tiny", registry=head_registry(head_server))
+
+
+def test_offline_and_not_cached_names_the_command(head_server):
+    with pytest.raises(OfflineError, match="probing download tiny --with-softmax"):
+        hub.resolve_head("tiny", offline=True, registry=head_registry(head_server))
+
+
+def test_cli_download_with_softmax(head_server, monkeypatch, capsys):
+    monkeypatch.setattr(hub, "REGISTRY", head_registry(head_server))
+    assert cli.main(["download", "tiny", "--with-softmax"]) == 0
+    out = capsys.readouterr().out
+    softmax, vocab = hub.resolve_head("tiny", offline=True)
+    assert f"LM head {softmax}" in out and f"vocab   {vocab}" in out

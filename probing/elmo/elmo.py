@@ -22,6 +22,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -35,6 +36,9 @@ from .chars import batch_char_ids, check_sentences
 from .model import BiLM, Edits, State
 from .options import ElmoOptions
 from .weights import init_random, load_weights, save_weights
+
+if TYPE_CHECKING:
+    from probing.lm.head import LmHead
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -51,6 +55,8 @@ class Elmo(nn.Module):
         self.source = "unsaved"
         self._state: tuple[State, State] | None = None
         self._fingerprint: str | None = None
+        self.lm_head: LmHead | None = None  # an LM softmax for probing.lm (not part of the fingerprint)
+        self.checkpoint: str | None = None  # the registered name it was loaded by (finds its LM head)
         self.to_precision(precision)
         self.eval()
 
@@ -73,6 +79,7 @@ class Elmo(nn.Module):
         options, weights = resolve(name)
         model = cls.from_files(options, weights, stateful=stateful, precision=precision)
         model.source = f"{name} ({weights})"
+        model.checkpoint = name
         return model
 
     @classmethod

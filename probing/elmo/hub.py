@@ -20,6 +20,8 @@ from probing.errors import InputError, ProbingError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from probing.lm.head import LmHead
+
 S3 = "https://allennlp.s3.amazonaws.com/models/elmo"
 _CHAR_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 _ONE_BILLION = "1B Word Benchmark (~800M tokens of WMT 2011 news)"
@@ -40,6 +42,8 @@ class Checkpoint:
 
     Official checkpoints have URLs and a known ``architecture``; the bundled model has ``bundled``, a
     folder under ``probing.paths.resources_dir()`` holding ``options.json`` and ``weights.hdf5``.
+    An LM head, where one is published: ``softmax_url`` + ``vocab_url`` (the official layout, fetched by
+    ``probing download NAME --with-softmax``), or ``head``, a file in the bundled folder (an adaptive head).
     """
 
     name: str
@@ -50,11 +54,16 @@ class Checkpoint:
     options_sha256: str | None = None
     weights_sha256: str | None = None
     bundled: str | None = None
+    softmax_url: str | None = None
+    vocab_url: str | None = None
+    head: str | None = None
 
     def __post_init__(self) -> None:
         remote = self.options_url is not None and self.weights_url is not None
         if remote == (self.bundled is not None) or (self.options_url is None) != (self.weights_url is None):
             raise InputError(f"checkpoint {self.name!r}: give both options_url and weights_url, or bundled, not both")
+        if (self.softmax_url is None) != (self.vocab_url is None):
+            raise InputError(f"checkpoint {self.name!r}: give both softmax_url and vocab_url, or neither")
 
     @property
     def dim(self) -> int | None:
@@ -71,8 +80,10 @@ def count_parameters(opts: ElmoOptions) -> int:
     return opts.n_parameters
 
 
-def _official(name: str, tag: str, description: str) -> Checkpoint:
-    """An AllenNLP checkpoint; its architecture is read off the tag, e.g. ``2x1024_128_2048cnn_1xhighway``."""
+def _official(name: str, tag: str, description: str, softmax: bool = False) -> Checkpoint:
+    """An AllenNLP checkpoint; its architecture is read off the tag, e.g. ``2x1024_128_2048cnn_1xhighway``.
+    ``softmax``: AllenNLP publishes the LM softmax and vocabulary in the checkpoint's folder (the former
+    ``elmo-perplexities`` command's defaults; only for ``original``)."""
     m = re.fullmatch(r"(\d+)x(\d+)_(\d+)_(\d+)cnn_(\d+)xhighway(?:_[\w.]+)?", tag)
     if m is None or int(m.group(4)) != sum(n for _, n in _CHAR_FILTERS):
         raise InputError(f"unexpected ELMo checkpoint tag {tag!r}")
@@ -92,7 +103,15 @@ def _official(name: str, tag: str, description: str) -> Checkpoint:
         use_skip_connections=True,
     )
     base = f"{S3}/{tag}/elmo_{tag}"
-    return Checkpoint(name, description, f"{base}_options.json", f"{base}_weights.hdf5", architecture=architecture)
+    head = {"softmax_url": f"{base}_softmax_weights.hdf5", "vocab_url": f"{S3}/{tag}/vocab-2016-09-10.txt"}
+    return Checkpoint(
+        name,
+        description,
+        f"{base}_options.json",
+        f"{base}_weights.hdf5",
+        architecture=architecture,
+        **(head if softmax else {}),
+    )
 
 
 REGISTRY: dict[str, Checkpoint] = {
@@ -110,6 +129,7 @@ REGISTRY: dict[str, Checkpoint] = {
             "original",
             "2x4096_512_2048cnn_2xhighway",
             f"the ELMo of Peters et al. (2018): LSTM 4096 / projection 512, 2 highway layers; {_ONE_BILLION}",
+            softmax=True,
         ),
         _official(
             "original-5.5b",
@@ -120,6 +140,7 @@ REGISTRY: dict[str, Checkpoint] = {
             "default",
             "the model bundled with the package (pretrained with `probing pretrain`); no download",
             bundled="models/default",
+            head="lm_head.npz",
         ),
     )
 }
@@ -176,9 +197,59 @@ def resolve(
     return options, weights
 
 
-def download(name: str, *, registry: Mapping[str, Checkpoint] | None = None) -> tuple[Path, Path]:
-    """Fetch checkpoint ``name`` into the cache with a progress bar (``probing download NAME``)."""
+def download(
+    name: str, *, with_softmax: bool = False, registry: Mapping[str, Checkpoint] | None = None
+) -> tuple[Path, Path]:
+    """Fetch checkpoint ``name`` into the cache with a progress bar (``probing download NAME``);
+    ``with_softmax``: its LM softmax and vocabulary too (see :func:`resolve_head`)."""
+    if with_softmax:
+        resolve_head(name, progress=True, registry=registry)
     return resolve(name, progress=True, registry=registry)
+
+
+def has_head(name: str, registry: Mapping[str, Checkpoint] | None = None) -> bool:
+    entry = get(name, registry)
+    return entry.softmax_url is not None or entry.head is not None
+
+
+def resolve_head(
+    name: str,
+    *,
+    offline: bool | None = None,
+    progress: bool = True,
+    registry: Mapping[str, Checkpoint] | None = None,
+) -> tuple[Path, Path | None]:
+    """Local files of checkpoint ``name``'s LM head: ``(softmax.hdf5, vocab.txt)`` for an official one
+    (downloaded into the cache; resumable, content-checked, hashed at first download), ``(head.npz, None)``
+    for the bundled one. A checkpoint without a published head is an error naming those with one."""
+    entry = get(name, registry)
+    known = [n for n, c in (REGISTRY if registry is None else registry).items() if c.softmax_url or c.head]
+    if entry.head is not None:
+        path = paths.resources_dir() / (entry.bundled or "") / entry.head
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {name!r} has no LM head file yet ({path} is missing)")
+        return path, None
+    if entry.softmax_url is None or entry.vocab_url is None:
+        raise InputError(
+            f"checkpoint {name!r} has no published LM softmax; checkpoints with one: {', '.join(known) or 'none'}"
+        )
+    hint = f"probing download {name} --with-softmax"
+    vocab = fetch(entry.vocab_url, offline=offline, progress=False, hint=hint)
+    softmax = fetch(entry.softmax_url, offline=offline, progress=progress, hint=hint)
+    return softmax, vocab
+
+
+def load_head(name: str, *, registry: Mapping[str, Checkpoint] | None = None) -> LmHead | None:
+    """The LM head of checkpoint ``name`` (downloading an official one if needed), or None when it has none."""
+    from probing.lm.head import AdaptiveHead, SoftmaxHead
+
+    if not has_head(name, registry):
+        return None
+    try:
+        first, vocab = resolve_head(name, registry=registry)
+    except FileNotFoundError:
+        return None
+    return AdaptiveHead.load(first) if vocab is None else SoftmaxHead.from_files(first, vocab)
 
 
 def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:

@@ -1,0 +1,21 @@
+"""ELMo as a language model: LM heads, per-word and per-sentence scores, minimal pairs (BLiMP)."""
+
+from .agreement import agreement_items
+from .head import AdaptiveHead, LmHead, NoHeadError, SoftmaxHead
+from .pairs import minimal_pairs
+from .score import load_model, score, sentence_scores
+from .surprisal import surprisal, surprisal_figure
+
+__all__ = [
+    "agreement_items",
+    "surprisal",
+    "surprisal_figure",
+    "AdaptiveHead",
+    "LmHead",
+    "NoHeadError",
+    "SoftmaxHead",
+    "load_model",
+    "minimal_pairs",
+    "score",
+    "sentence_scores",
+]
