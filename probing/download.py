@@ -32,7 +32,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from email.message import Message
 from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import unquote, urlparse
 
 from tqdm import tqdm
@@ -77,7 +79,9 @@ class _NoDowngrade(urllib.request.HTTPRedirectHandler):
     """Follows a redirect only to http or https, and never from https to http: a redirect that would weaken
     the transfer (https -> http, http -> ftp) is a DownloadError naming its target."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: Message, newurl: str
+    ) -> urllib.request.Request | None:
         old, new = urlparse(req.full_url).scheme, urlparse(newurl).scheme
         if new not in ("http", "https") or (old == "https" and new == "http"):
             raise DownloadError(
