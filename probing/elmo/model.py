@@ -283,9 +283,8 @@ def bound_primitive_caches() -> None:
     """Cap oneDNN's and ideep's caches of compiled kernels at PRIMITIVE_CACHE_CAPACITY, unless the user set them.
 
     Both keep one compiled matmul or convolution per distinct shape, and every batch of new sentence lengths
-    has new shapes: with the default 1,024 entries an extraction grew by ~5 MB a batch (peak 1.8 GiB on UD
-    EWT train, against ~0.5 GiB bounded). The recurrent steps' shapes (at most one per batch row) fit in 64
-    and stay cached. Both libraries read the variables when first used, so this runs at import, before any
+    has new shapes: with the default 1,024 entries an extraction grew with the corpus (peak RSS 1.8 GiB on UD
+    EWT train, 1.1 GiB with 64 entries, ~4% more CPU time for remade kernels). Both libraries read the variables when first used, so this runs at import, before any
     oneDNN kernel is made.
     """
     for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):

@@ -99,7 +99,8 @@ def extract(
     the encoder; one thread range-checks each batch and casts it to fp16 into a chunk buffer, another
     writes, hashes and fsyncs each finished chunk, so writing overlaps encoding. Two chunk buffers
     alternate, so peak memory is about two chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus
-    up to four batches of encoder output. The arrays ``encoder.encode`` returns are read after it returns,
+    up to four batches of encoder output, besides the encoder itself (an ELMo's oneDNN kernel caches are
+    capped: :func:`probing.elmo.model.bound_primitive_caches`). The arrays ``encoder.encode`` returns are read after it returns,
     so a later call must not overwrite them. Free disk space and the file-size limit are checked before
     anything is encoded (before the store's folder is made, when the corpus's lengths are known); a failed
     write is a WriteError naming the file.

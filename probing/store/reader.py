@@ -35,8 +35,8 @@ _Match = str | bool | Collection[str] | None
 SAMPLE_BYTES = 32 << 20
 """Layer bytes re-hashed by the sampled check of a cache hit (benchmarks/bench_integrity.py measures it)."""
 FULL_CHECK_BYTES = 256 << 20
-"""A cache hit on a store with at most this many layer bytes hashes all of them, not a sample: ~0.4 s
-from the page cache (benchmarks/bench_integrity.py); above it, a sample of SAMPLE_BYTES."""
+"""A cache hit on a store with at most this many layer bytes hashes all of them, not a sample: 0.19 s from
+the page cache (benchmarks/bench_integrity.py); above it, a sample of SAMPLE_BYTES."""
 
 
 class Store:
