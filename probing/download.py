@@ -32,7 +32,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from email.message import Message
 from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import unquote, urlparse
@@ -80,7 +79,13 @@ class _NoDowngrade(urllib.request.HTTPRedirectHandler):
     the transfer (https -> http, http -> ftp) is a DownloadError naming its target."""
 
     def redirect_request(
-        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: Message, newurl: str
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
     ) -> urllib.request.Request | None:
         old, new = urlparse(req.full_url).scheme, urlparse(newurl).scheme
         if new not in ("http", "https") or (old == "https" and new == "http"):

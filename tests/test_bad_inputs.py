@@ -468,7 +468,7 @@ def test_too_many_members_and_non_zip_are_refused(tmp_path, monkeypatch):
     [
         (["extract", "--model", "glove", "--corpus", "x", "--max-sentences", "0"], "expected an integer >= 1, got 0"),
         (["extract", "--model", "glove", "--corpus", "x", "--max-sentences", "1e13"], "expected an integer, got"),
-        (["extract", "--model", "glove", "--corpus", "x", "--seed", "-1"], "between 0 and 4294967295"),
+        (["extract", "--model", "glove", "--corpus", "x", "--seed", "-1"], ">= 0 and <= 4294967295, got -1"),
         (["embed", "--model", "m", "--input", "i", "--output", "o", "--batch-size", "2.5"], "expected an integer"),
         (["neighbors", "play", "-k", "nan"], "expected an integer"),
         (["pretrain", "--out", "o", "--hours", "inf"], "expected a finite number > 0"),
