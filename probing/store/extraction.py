@@ -135,7 +135,8 @@ def extract(
         if lengths is not None and not path.exists():  # a store that cannot be written leaves no folder
             s0, s1 = (0, len(lengths)) if shard is None else shard_range(lengths, *shard)
             n_rows = int(lengths[s0:s1].sum())
-            check_room(path, n_rows, len(encoder.layer_names), int(encoder.dim), "the activations")
+            what = f"the activations of {corpus.name}/{corpus.split}"
+            check_room(path, n_rows, len(encoder.layer_names), int(encoder.dim), what)
         path.mkdir(parents=True, exist_ok=True)
         with store_lock(path, progress):
             hit = None if verify else _complete(path, encoder, key, progress)
