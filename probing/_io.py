@@ -8,17 +8,124 @@ import fcntl
 import hashlib
 import os
 import re
+import resource
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from probing.errors import ProbingError
 
 
 class UnsafePathError(ProbingError, OSError):
     """A file the toolkit writes is a symbolic link (planted or left over): it is never followed."""
+
+
+class WriteError(ProbingError, OSError):
+    """A file could not be written: the disk is full, over quota or read-only, or the file would pass the
+    process's file-size limit (``ulimit -f``). The message names the file; the CLI prints it as one line."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+_WRITE_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "the file would pass the file-size limit (ulimit -f) or the file system's largest file",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+def write_error(path: str | os.PathLike, e: OSError) -> WriteError:
+    """The WriteError for ``e`` (one of :data:`WRITE_ERRNOS`) raised while writing ``path``."""
+    reason = _WRITE_REASONS.get(e.errno or 0, e.strerror)
+    return WriteError(e.errno, f"cannot write {path}: {reason}; no partial file is kept")
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """The one write-error path: a full disk, quota, read-only file system or file-size limit met in the
+    block becomes a :class:`WriteError` naming ``path`` (other errors pass unchanged)."""
+    try:
+        yield
+    except WriteError:
+        raise
+    except OSError as e:
+        if e.errno not in WRITE_ERRNOS:
+            raise
+        raise write_error(path, e) from None
+
+
+def check_file_size_limit(path: str | os.PathLike, nbytes: int, what: str) -> None:
+    """WriteError(EFBIG) naming ``path`` if a ``nbytes`` file would pass the file-size limit (``ulimit -f``):
+    refused before anything is written, rather than failing midway."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and nbytes > soft:
+        raise WriteError(
+            errno.EFBIG,
+            f"cannot write {path}: {what} need {human_size(nbytes)} in one file, over this process's "
+            f"file-size limit of {human_size(soft)} (ulimit -f)",
+        )
+
+
+class _GuardedFile:
+    """A binary file for a library that cannot unwind a failed write (HDF5 floods stderr and can crash
+    when its cache fails to flush): the first failed write is remembered, later writes are dropped, and
+    :func:`guarded_file` raises it once the library has closed the file."""
+
+    def __init__(self, f: IO[bytes]):
+        self._f = f
+        self.error: OSError | None = None
+
+    def _guard(self, op: Any, *args: Any) -> Any:
+        if self.error is None:
+            try:
+                return op(*args)
+            except OSError as e:
+                self.error = e
+        return None
+
+    def write(self, data: Any) -> int:
+        self._guard(self._f.write, data)
+        return memoryview(data).nbytes
+
+    def truncate(self, size: int | None = None) -> int:
+        self._guard(self._f.truncate, size)
+        return self._f.tell() if size is None else size
+
+    def flush(self) -> None:
+        self._guard(self._f.flush)
+
+    def readinto(self, buffer: Any) -> int:
+        return self._f.readinto(buffer)  # type: ignore[attr-defined]
+
+    def read(self, size: int = -1) -> bytes:
+        return self._f.read(size)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+
+@contextlib.contextmanager
+def guarded_file(path: str | os.PathLike) -> Iterator[_GuardedFile]:
+    """Open ``path`` (an :func:`atomic_path` temp) for a library to write through :class:`_GuardedFile`; a
+    write that failed in the block is raised on exit, once (atomic_path turns it into a WriteError naming
+    the file being written)."""
+    with open(path, "w+b") as f:
+        guard = _GuardedFile(f)
+        try:
+            yield guard
+        except BaseException:
+            if guard.error is None:
+                raise
+        if guard.error is not None:
+            raise guard.error
 
 
 def _read_umask() -> int:
@@ -50,10 +157,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; the result gets an ordinary file's mode
-        yield tmp_path
-        with open(tmp_path, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
+        with writing(path):
+            yield tmp_path
+            with open(tmp_path, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probing.errors import ProbingError
+from probing.errors import COUNT_MAX, ProbingError, integer_range, is_count
 
 
 class ExperimentError(ProbingError, ValueError):
@@ -55,15 +55,9 @@ class Table:
             default,
         )
 
-    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0, maximum: int | None = None) -> Any:
-        return self.get(
-            key,
-            f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}"),
-            lambda v: (
-                isinstance(v, int) and not isinstance(v, bool) and v >= minimum and (maximum is None or v <= maximum)
-            ),
-            default,
-        )
+    def integer(self, key: str, default: Any = _REQUIRED, minimum: int = 0, maximum: int = COUNT_MAX) -> Any:
+        value = self.data.get(key)
+        return self.get(key, integer_range(minimum, maximum, value), lambda v: is_count(v, minimum, maximum), default)
 
     def number(self, key: str, default: Any = _REQUIRED) -> Any:
         return self.get(

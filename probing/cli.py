@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ProbingError
+from .errors import COUNT_MAX, ProbingError, integer_range, is_count
 from .tokenize import MAX_TOKENS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -29,17 +29,17 @@ class UserError(ProbingError):
     """An error whose message is the whole story: printed without a traceback."""
 
 
-def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
-    """argparse ``type=``: a plain integer in ``[low, high]`` ("1e13", "2.5" and "nan" are refused at parse time)."""
+def _integer(low: int, high: int = COUNT_MAX) -> Callable[[str], int]:
+    """argparse ``type=``: a plain integer in ``[low, high]`` ("1e13", "2.5" and "nan" are refused at parse time);
+    the range check is :func:`probing.errors.check_count`, shared with the experiment file and the API."""
 
     def parse(text: str) -> int:
         try:
             value = int(text.strip().replace("_", ""), 10)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            span = f">= {low}" if high is None else f"between {low} and {high}"
-            raise argparse.ArgumentTypeError(f"expected an integer {span}, got {value}")
+        if not is_count(value, low, high):
+            raise argparse.ArgumentTypeError(f"expected {integer_range(low, high, value)}, got {value}")
         return value
 
     return parse
@@ -96,12 +96,12 @@ def _check_model_args(args: argparse.Namespace, name: str) -> None:
 
 @command("embed")
 def _embed(args: argparse.Namespace) -> int:
+    from .corpora._files import require_file
     from .elmo import Elmo
     from .elmo.embed import embed_file
 
     _check_model_args(args, "embed")
-    if not Path(args.input).is_file():
-        raise UserError(f"input file not found: {args.input}")
+    require_file(args.input, "input file")
     if args.model is not None:
         model = Elmo.from_pretrained(args.model, stateful=args.stateful, precision=args.precision)
     else:
@@ -164,10 +164,12 @@ def _download(args: argparse.Namespace) -> int:
 
 @command("score")
 def _score(args: argparse.Namespace) -> int:
+    from .corpora._files import require_file
     from .elmo import Elmo
     from .lm.score import load_model, score_file
 
     _check_model_args(args, "score")
+    require_file(args.input, "input file")
     if (args.softmax is None) != (args.vocab is None):
         raise UserError("give --softmax and --vocab together")
     model = args.model if args.model is not None else Elmo.from_files(args.options, args.weights)

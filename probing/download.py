@@ -6,7 +6,8 @@ page is never an archive) and only then renamed onto its final name, so a file u
 always complete. When no sha256 is known in advance, the hash of the first complete download that passes
 these checks is recorded in a small JSON ledger and every later copy is checked against it.
 
-Only https is used unless the sha256 is pinned, the host is this machine, or ``allow_http=True``. A
+Only https is used unless the sha256 is pinned, the host is this machine, or ``allow_http=True``; a
+redirect is followed only to http(s), never from https to http (the error names the redirect target). A
 partial download is resumed only if its bytes still hash to what was recorded when it was interrupted
 (``<final>.part.json``); any other ``.part`` is discarded. Every socket operation (connect, each read)
 times out after ``TIMEOUT_S``, and a transfer that brings fewer than ``STALL_BYTES`` in ``STALL_S``
@@ -32,6 +33,7 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import unquote, urlparse
 
 from tqdm import tqdm
@@ -70,6 +72,31 @@ class OfflineError(DownloadError, FileNotFoundError):
 
 class UnexpectedContentError(DownloadError):
     """The server sent something that is not the kind of file expected (an HTML page instead of an archive)."""
+
+
+class _NoDowngrade(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to http or https, and never from https to http: a redirect that would weaken
+    the transfer (https -> http, http -> ftp) is a DownloadError naming its target."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        old, new = urlparse(req.full_url).scheme, urlparse(newurl).scheme
+        if new not in ("http", "https") or (old == "https" and new == "http"):
+            raise DownloadError(
+                f"{req.full_url} redirects (HTTP {code}) to {newurl}: refused, a download may not move from "
+                f"{old} to {new}; fetch {newurl} yourself if you trust it"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_NoDowngrade)
 
 
 class _Interrupted(Exception):
@@ -371,7 +398,7 @@ def _transfer(url: str, part: Path, size: int | None, progress: bool, label: str
         if validator:
             headers["If-Range"] = validator  # a changed file is then sent whole (200), not spliced on
     try:
-        resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
+        resp = _OPENER.open(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 416 and offset:

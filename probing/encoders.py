@@ -28,7 +28,7 @@ import numpy as np
 from probing._io import sha256_file
 from probing.devices import check_device_name
 from probing.elmo.options import ElmoOptions
-from probing.errors import InputError
+from probing.errors import InputError, check_count
 from probing.identity import code_identity
 from probing.protocols import EncoderLike
 
@@ -161,10 +161,8 @@ class ElmoEncoder(_LazyElmo):
         if not self.weights_path.is_file():
             raise FileNotFoundError(f"ELMo weights file not found: {self.weights_path}")
         self.options = ElmoOptions.from_json(self.options_path)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.stateful = bool(stateful)
-        self.batch_size = batch_size
+        self.batch_size = check_count(batch_size, "batch_size")
         self.name = name or "elmo"
         self.source = str(self.weights_path)
         self._fingerprint: str | None = None
@@ -208,9 +206,7 @@ class ElmoEncoder(_LazyElmo):
         enc.weights_path = None
         enc.options = elmo.options
         enc.stateful = elmo.stateful
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        enc.batch_size = batch_size
+        enc.batch_size = check_count(batch_size, "batch_size")
         enc.name = name or "elmo"
         enc.source = getattr(elmo, "source", "in-memory Elmo")
         enc._fingerprint = None
@@ -260,11 +256,9 @@ class RandomElmoEncoder(_LazyElmo):
         self.options = _as_options(options)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InputError(f"seed must be an integer, got {seed!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.seed = seed
         self.stateful = False
-        self.batch_size = batch_size
+        self.batch_size = check_count(batch_size, "batch_size")
         self.name = name
         self.source = f"random(seed={seed})"
 
@@ -360,7 +354,7 @@ def get_encoder(
     if path.is_dir():
         return ElmoEncoder(
             path / "options.json",
-            _weights_in(path),
+            weights_in_folder(path),
             stateful=stateful,
             batch_size=batch_size,
             name=name or "elmo",
@@ -376,7 +370,8 @@ def get_encoder(
     return ElmoEncoder.pretrained(model, stateful=stateful, batch_size=batch_size, encoder_name=name, device=device)
 
 
-def _weights_in(folder: Path) -> Path:
+def weights_in_folder(folder: Path) -> Path:
+    """The weights file of a model folder (weights.hdf5, or AllenNLP's lm_weights.hdf5) beside options.json."""
     for candidate in ("weights.hdf5", "lm_weights.hdf5"):
         if (folder / candidate).is_file():
             return folder / candidate

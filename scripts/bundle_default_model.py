@@ -143,6 +143,8 @@ def main() -> None:
         f.write(vocab)
     n_vocab = len(vocab.decode("utf-8").splitlines())
     Elmo.from_files(DEST / "options.json", DEST / "weights.hdf5")  # refuse to bundle what does not load
+    pins = {name: sha256(DEST / name) for name in ("options.json", "weights.hdf5")}
+    print(f"pin these in probing/elmo/hub.py's BUNDLED_SHA256 (checked on every load): {pins}")
     opts = ElmoOptions.from_json(DEST / "options.json")
     log = info["log"]
     last = log[-1]

@@ -156,6 +156,17 @@ probing embed --options "$W/nan-options.json" --weights "$W/nan.hdf5" --input "$
     --output "$W/nan-out.hdf5" -q >"$W/out" 2>"$W/err"; rc=$?
 row "weights with a NaN (refused naming the dataset)" "rc $rc; $( ((rc == 0)) && echo 'embedded silently' || last_err)"
 
+# 14b. a file-size limit (ulimit -f, 1 MiB) during embed and extract (issue 33)
+mkdir -p "$W/limited"
+(ulimit -f 1024; probing embed --model default --input "$W/corpus.txt" --output "$W/limited/out.hdf5" -q \
+    >"$W/out" 2>"$W/err"); rc=$?
+row "embed past ulimit -f (one line naming the output, exit 2, no .tmp)" \
+    "rc $rc; $(wc -l <"$W/err") line(s); $(ls -A "$W/limited" | wc -l) file(s) left; $(last_err)"
+(ulimit -f 1024; probing extract --model default --corpus "text:$W/corpus.txt" --cache "$W/limited/c" -q \
+    >"$W/out" 2>"$W/err"); rc=$?
+left=$(find "$W/limited/c" -mindepth 1 -maxdepth 1 -type d ! -name corpus-memo 2>/dev/null | wc -l)
+row "extract past ulimit -f (one line naming the file, exit 2, no store folder)" "rc $rc; $left store folder(s); $(last_err)"
+
 # 15. hostile servers on 127.0.0.1: an HTML page first, a drip feed, a corrupt partial
 timeout 60 "$PY" -u - "$W" >"$W/net" 2>&1 <<'EOF'
 import os, sys, threading, time

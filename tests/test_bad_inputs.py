@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from test_store_fakes import FakeEncoder, MetadataOnly, make_corpus
 
 from probing import _io
 from probing._io import UnsafePathError, atomic_path, remove_stale_temps
+from probing._toml import ExperimentError
 from probing.cli import main
 from probing.corpora import read_conllu, read_raganato, read_text
 from probing.corpora.base import CorpusFormatError
@@ -34,7 +36,8 @@ from probing.elmo.embed import EmbedInputError, embed_file, read_sentences
 from probing.elmo.options import ElmoOptions, OptionsError
 from probing.elmo.pretrain import CheckpointError, _load_checkpoint
 from probing.elmo.weights import WeightsError
-from probing.errors import ProbingError
+from probing.errors import InputError, ProbingError
+from probing.experiment import parse_experiment
 from probing.probes.stats import bootstrap_ci
 from probing.store import Store, StoreCorruptError, StoreError, extract, store_key
 from probing.store import extraction as extraction_module
@@ -92,8 +95,9 @@ def test_sampled_check_stays_within_its_budget_but_verify_reads_everything(tmp_p
     assert n_chunks >= 4
     last = store.manifest["chunks"][-1]
     _flip(store.path / "layer_002.npy", store.layer(2).offset + last["rows"][0] * 16)
-    found = sum(bool(store.check_sample(budget_bytes=1, seed=s)) for s in range(40))
+    found = sum(bool(store.check_sample(budget_bytes=1, seed=s, full_below=0)) for s in range(40))
     assert 0 < found < 40, "a one-chunk sample catches the damaged chunk sometimes, not always"
+    assert all(store.check_sample(budget_bytes=1, seed=s) for s in range(5)), "a small store is hashed whole"
     with pytest.raises(StoreCorruptError, match=r"layer_002\.npy rows .*Recompute them with extract"):
         store.verify()
 
@@ -395,16 +399,29 @@ def test_conllu_multiword_ranges_and_empty_nodes_still_read(tmp_path):
     assert list(read_conllu(path))[0].words == ["ca", "n't", "go"]
 
 
-def test_duplicate_raganato_sentence_ids_are_refused(tmp_path):
-    """Expected: sentence ids are the bootstrap's clusters, so a repeat is an error naming both texts."""
-    xml = (
-        '<?xml version="1.0"?><corpus lang="en" source="t">'
-        '<text id="d1"><sentence id="d1.s1"><wf lemma="a" pos="DET">a</wf></sentence></text>'
-        '<text id="d2"><sentence id="d1.s1"><wf lemma="b" pos="DET">b</wf></sentence></text></corpus>'
-    )
-    (tmp_path / "t.data.xml").write_text(xml)
-    (tmp_path / "t.gold.key.txt").write_text("")
-    with pytest.raises(CorpusFormatError, match=r"t\.data\.xml: sentence id 'd1\.s1' appears twice .*'d1'.*'d2'"):
+@pytest.mark.parametrize(
+    "body, key, message",
+    [
+        (  # sentence ids are the bootstrap's clusters: a repeat names both texts
+            '<text id="d1"><sentence id="d1.s1"><wf lemma="a" pos="DET">a</wf></sentence></text>'
+            '<text id="d2"><sentence id="d1.s1"><wf lemma="b" pos="DET">b</wf></sentence></text>',
+            "",
+            r"t\.data\.xml: sentence id 'd1\.s1' appears twice .*'d1'.*'d2'",
+        ),
+        (  # issue 33; once: 'has no line in the gold key file', although it has one
+            '<text id="d1"><sentence id="d1.s1"><instance id="d1.s1.t1" lemma="a" pos="NOUN">a</instance></sentence>'
+            '<sentence id="d1.s2"><instance id="d1.s1.t1" lemma="b" pos="NOUN">b</instance></sentence></text>',
+            "d1.s1.t1 a%1:00:00::\n",
+            r"instance id 'd1\.s1\.t1' is duplicated \(first at .*d1\.s1",
+        ),
+    ],
+    ids=["sentence", "instance"],
+)
+def test_duplicate_raganato_ids_are_named_as_duplicated(tmp_path, body, key, message):
+    """Expected: a repeated sentence or instance id is an error that says so and where it was first."""
+    (tmp_path / "t.data.xml").write_text(f'<?xml version="1.0"?><corpus lang="en" source="t">{body}</corpus>')
+    (tmp_path / "t.gold.key.txt").write_text(key)
+    with pytest.raises(CorpusFormatError, match=message):
         list(read_raganato(tmp_path / "t.data.xml"))
 
 
@@ -451,7 +468,7 @@ def test_too_many_members_and_non_zip_are_refused(tmp_path, monkeypatch):
     [
         (["extract", "--model", "glove", "--corpus", "x", "--max-sentences", "0"], "expected an integer >= 1, got 0"),
         (["extract", "--model", "glove", "--corpus", "x", "--max-sentences", "1e13"], "expected an integer, got"),
-        (["extract", "--model", "glove", "--corpus", "x", "--seed", "-1"], "between 0 and 4294967295"),
+        (["extract", "--model", "glove", "--corpus", "x", "--seed", "-1"], ">= 0 and <= 4294967295, got -1"),
         (["embed", "--model", "m", "--input", "i", "--output", "o", "--batch-size", "2.5"], "expected an integer"),
         (["neighbors", "play", "-k", "nan"], "expected an integer"),
         (["pretrain", "--out", "o", "--hours", "inf"], "expected a finite number > 0"),
@@ -486,3 +503,221 @@ def test_open_nofollow_refuses_a_link(tmp_path):
     with pytest.raises(UnsafePathError, match="is a symbolic link"):
         _io.open_nofollow(tmp_path / "link", os.O_WRONLY | os.O_CREAT)
     assert not (tmp_path / "target").exists()
+
+
+# -- issue 33: what the second fault campaign found ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [-1, 0, 2.5, True])
+def test_embed_batch_size_must_be_a_positive_integer(weights, bad):
+    """Expected: one InputError naming batch_size (once: -1 returned [None] silently, 0 a range() ValueError);
+    the same check as the CLI's --batch-size and the experiment file's batch_size."""
+    model = _load(weights)
+    with pytest.raises(InputError, match=rf"batch_size: expected an integer >= 1, got {bad!r}"):
+        model.embed(["the cat"], batch_size=bad)
+
+
+def test_sentence_counts_past_64_bits_are_refused_on_the_cli_in_toml_and_in_the_api(tmp_path, capsys):
+    """Expected: 10**30 is refused with its range by argparse, by the experiment file and by Corpus.head
+    (once: accepted, then islice's 'Stop argument' ValueError)."""
+    huge = 10**30
+    with pytest.raises(SystemExit) as exc:
+        main(["extract", "--model", "glove", "--corpus", "x", "--max-sentences", str(huge)])
+    assert exc.value.code == 2
+    assert f"expected an integer >= 1 and <= {2**63 - 1}, got {huge}" in capsys.readouterr().err
+    toml = '[experiment]\nmax_sentences = 99999999999999999999\n[[encoders]]\nkind = "glove"\n'
+    toml += '[[tasks]]\nname = "upos"\nkind = "tagging"\nlabel = "upos"\ntrain = "demo-ud:train"\n'
+    toml += 'test = ["demo-ud:test"]\n'
+    with pytest.raises(ExperimentError, match=r"max_sentences: expected an integer >= 0 and <= 9223372036854775807"):
+        parse_experiment(toml)
+    with pytest.raises(InputError, match=r"head\(n\): expected an integer >= 0 and <= "):
+        make_sentence_corpus(tmp_path).head(huge)
+
+
+def make_sentence_corpus(tmp_path: Path):
+    path = tmp_path / "c.txt"
+    path.write_text("the cat\n")
+    return read_text(path)
+
+
+def test_a_small_store_is_hashed_whole_on_every_hit(tmp_path):
+    """Expected: a 4 KiB block flipped anywhere in a store under FULL_CHECK_BYTES is found on every hit,
+    whatever the sample budget (once: a sample found it in 5 of 40 draws of a 153 MiB store)."""
+    _, store = _small_store(tmp_path, n=60)
+    assert len(store.manifest["chunks"]) >= 4
+    row0 = store.manifest["chunks"][2]["rows"][0]
+    with open(store.path / "layer_001.npy", "r+b") as f:
+        f.seek(store.layer(1).offset + row0 * store.dim * 2)
+        f.write(os.urandom(4096))
+    assert all(store.check_sample(budget_bytes=1, seed=s) for s in range(10))
+    assert not all(store.check_sample(budget_bytes=1, seed=s, full_below=0) for s in range(40)), "sampled above"
+
+
+def test_flipped_byte_in_the_bundled_weights_is_refused_on_load(tmp_path, monkeypatch):
+    """Expected: the bundled model's files carry pinned sha256s, so a damaged copy is a clear error naming
+    the file (once: served, with vectors off by up to 2.8); the shipped files match their pins."""
+    from probing import paths
+    from probing.elmo import hub
+
+    shutil.copytree(paths.resources_dir() / "models" / "default", tmp_path / "models" / "default")
+    monkeypatch.setattr(paths, "resources_dir", lambda: tmp_path)
+    assert hub.resolve("default")[1] == tmp_path / "models" / "default" / "weights.hdf5"
+    weights = tmp_path / "models" / "default" / "weights.hdf5"
+    _flip(weights, weights.stat().st_size // 2)
+    with pytest.raises(hub.BundledFileError, match=r"weights\.hdf5: sha256 .* pinned for the bundled checkpoint"):
+        Elmo.from_pretrained("default")
+
+
+@pytest.fixture
+def file_server():
+    from fixtures.download.fileserver import FileServer
+
+    srv = FileServer({"/ok.json": b"{}"})
+    yield srv
+    srv.stop()
+
+
+def test_redirect_to_another_scheme_is_refused_naming_its_target(file_server, tmp_path, monkeypatch):
+    """Expected: http -> ftp and https -> http redirects are refused, naming the redirect target (once: the
+    ftp one was followed and reported as 'cannot reach 127.0.0.1', https -> http would have been followed)."""
+    import urllib.request
+
+    from probing import download
+
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "cache"))
+    file_server.redirects["/moved.json"] = "ftp://127.0.0.1:9/moved.json"
+    with pytest.raises(download.DownloadError, match=r"redirects \(HTTP 302\) to ftp://127\.0\.0\.1:9/moved\.json"):
+        download.fetch(file_server.url("/moved.json"), progress=False, retries=0)
+    handler = download._NoDowngrade()
+    req = urllib.request.Request("https://example.org/model.hdf5")
+    with pytest.raises(download.DownloadError, match=r"to http://example\.org/model\.hdf5: refused.*https to http"):
+        handler.redirect_request(req, None, 301, "Moved", {}, "http://example.org/model.hdf5")
+    upgrade = handler.redirect_request(
+        urllib.request.Request("http://a.org/x"), None, 301, "Moved", {}, "https://a.org/x"
+    )
+    assert upgrade.full_url == "https://a.org/x"
+    file_server.redirects["/same.json"] = "/ok.json"
+    assert download.fetch(file_server.url("/same.json"), progress=False).read_bytes() == b"{}"
+
+
+def _limited(code: str, limit_bytes: int, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -c code`` in a child under a file-size limit (``ulimit -f``); Python ignores SIGXFSZ, so a
+    write past the limit fails with EFBIG."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, preexec_fn=limit, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_embed_under_a_file_size_limit_is_one_line_naming_the_output(tmp_path):
+    """Expected: exit 2, one line naming the output file and the limit, no temp file (once: SIGSEGV after
+    thousands of lines of h5py 'Can't decrement id ref count', a 5 MB .tmp left)."""
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(" ".join(["the", "cat", "sat", "on", "a", "mat"] * 3) for _ in range(300)) + "\n")
+    argv = ["embed", "--options", str(FIXTURES / "options.json"), "--weights", str(FIXTURES / "lm_weights.hdf5")]
+    argv += ["--input", str(src), "--output", str(tmp_path / "out.hdf5"), "-q"]
+    proc = _limited(f"import sys; from probing.cli import main; sys.exit(main({argv!r}))", 100_000, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    assert f"cannot write {tmp_path / 'out.hdf5'}: the file would pass the file-size limit" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_extract_under_a_file_size_limit_names_the_file_and_leaves_no_store_folder(tmp_path):
+    """Expected: exit 2, one line naming the layer file and the limit, no store folder left (once: '[Errno 27]
+    File too large' naming nothing, and an empty store folder)."""
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(" ".join(["the", "cat", "sat", "on", "a", "mat"] * 3) for _ in range(300)) + "\n")
+    argv = ["extract", "--model", str(FIXTURES), "--corpus", f"text:{src}", "--cache", str(tmp_path / "c"), "-q"]
+    proc = _limited(f"import sys; from probing.cli import main; sys.exit(main({argv!r}))", 100_000, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1
+    assert re.search(r"cannot write \S+/layer_000\.npy: .* over this process's file-size limit", proc.stderr)
+    assert [p.name for p in (tmp_path / "c").iterdir() if not p.name.startswith(("corpus-memo", "."))] == []
+
+
+def test_options_json_that_is_not_utf8_is_one_clear_error(tmp_path):
+    """Expected: an OptionsError naming the file and the byte (once: a UnicodeDecodeError traceback)."""
+    path = tmp_path / "options.json"
+    path.write_bytes((FIXTURES / "options.json").read_bytes().replace(b'"relu"', b'"r\xe9lu"'))
+    with pytest.raises(OptionsError, match=rf"{path}: not UTF-8 text \(byte \d+"):
+        ElmoOptions.from_json(path)
+
+
+def test_an_experiment_encoder_may_name_a_model_folder(tmp_path):
+    """Expected: model = "a folder with options.json + weights.hdf5" (what probing pretrain exports) works in an
+    experiment file as README says, relative to the file (once: 'expected a checkpoint name')."""
+    from probing.encoders import ElmoEncoder
+    from probing.experiment import parse_experiment
+
+    shutil.copytree(FIXTURES, tmp_path / "export")
+    toml = '[[encoders]]\nname = "mine"\nkind = "elmo"\nmodel = "export"\n'
+    toml += '[[encoders]]\nname = "rand"\nkind = "random-elmo"\nmodel = "export"\n'
+    toml += '[[tasks]]\nname = "upos"\nkind = "tagging"\nlabel = "upos"\ntrain = "demo-ud:train"\n'
+    toml += 'test = ["demo-ud:test"]\n'
+    exp = parse_experiment(toml, base=tmp_path)
+    mine, rand = exp.encoders
+    assert (mine.options, mine.weights) == (
+        tmp_path / "export" / "options.json",
+        tmp_path / "export" / "lm_weights.hdf5",
+    )
+    assert rand.options == tmp_path / "export" / "options.json" and rand.weights is None
+    want = ElmoEncoder(FIXTURES / "options.json", FIXTURES / "lm_weights.hdf5")
+    assert mine.build().fingerprint == want.fingerprint
+    with pytest.raises(ExperimentError, match=r"encoders\[0\]\.model: expected a checkpoint name .* or a folder"):
+        parse_experiment(toml.replace('model = "export"', 'model = "nowhere"', 1), base=tmp_path)
+
+
+def test_a_killed_runs_corpus_copy_is_removed_by_a_cache_hit(tmp_path):
+    """Expected: the next extraction removes a dead pid's .corpus-*.jsonl even when the corpus fingerprint is
+    memoised and the store is a hit (once: cleanup ran only when the corpus was parsed); a live pid's stays."""
+    (tmp_path / "c.txt").write_text("".join(" ".join(s.words) + "\n" for s in make_corpus(30, seed=3)))
+    old = time.time() - 60
+    os.utime(tmp_path / "c.txt", (old, old))  # not just written: its fingerprint is memoised
+    corpus = read_text(tmp_path / "c.txt")
+    extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
+    dead, live = tmp_path / f".corpus-{DEAD_PID}-abcdefgh.jsonl", tmp_path / f".corpus-{os.getpid()}-abcdefgh.jsonl"
+    for p in (dead, live):
+        p.write_text("left over")
+        os.utime(p, (old, old))
+    assert extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW).cache_hit
+    assert (dead.exists(), live.exists()) == (False, True)
+
+
+def test_input_that_is_not_a_regular_file_says_so(tmp_path, capsys):
+    """Expected: --input /dev/null (or a folder) is 'not a regular file' (once: 'input file not found')."""
+    argv = ["embed", "--options", str(FIXTURES / "options.json"), "--weights", str(FIXTURES / "lm_weights.hdf5")]
+    for given, kind in (("/dev/null", "a device, pipe or socket"), (str(tmp_path), "a folder")):
+        assert main([*argv, "--input", given, "--output", str(tmp_path / "o.hdf5"), "-q"]) == 2
+        assert f"input file {given} is not a regular file (it is {kind})" in capsys.readouterr().err
+    with pytest.raises(InputError, match=r"embed input /dev/null is not a regular file"):
+        read_sentences("/dev/null")
+
+
+@pytest.mark.parametrize("y", [["a", 1, "a", 1], np.array(["a", 1, "a", 1], dtype=object)])
+def test_mixed_str_and_int_labels_are_one_clear_error(y):
+    """Expected: an InputError naming both label types (once: numpy's TypeError for the object array, and a
+    list silently became the strings 'a', '1')."""
+    from probing.probes import LinearProbe
+
+    with pytest.raises(InputError, match=r"LinearProbe: y mixes label types str \('a'\), int \(1\)"):
+        LinearProbe().fit(np.eye(4), y)
+
+
+def test_edited_manifest_dim_names_the_manifest_and_how_to_rebuild(tmp_path):
+    """Expected: a manifest whose dim disagrees with its encoder is named as damaged with the fix (once: 'an
+    encoder's fingerprint must change ...'); extract(verify=True) rebuilds it."""
+    corpus, store = _small_store(tmp_path)
+    manifest = json.loads((store.path / "manifest.json").read_text())
+    manifest["dim"] += 1
+    (store.path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StoreCorruptError, match=r"manifest\.json is damaged: it says .* dim 9.*--verify.*or delete"):
+        extract(FakeEncoder(), corpus, cache_dir=tmp_path, **KW)
+    rebuilt = extract(FakeEncoder(), corpus, cache_dir=tmp_path, verify=True, **KW)
+    assert rebuilt.dim == manifest["dim"] - 1
+    rebuilt.verify()

@@ -136,7 +136,10 @@ def test_default_bundled_model(tmp_path, monkeypatch, server):
     shutil.copy(FIXTURES / "options.json", folder / "options.json")
     shutil.copy(FIXTURES / "lm_weights.hdf5", folder / "weights.hdf5")
     monkeypatch.setattr(paths, "resources_dir", lambda: tmp_path / "resources")
-    assert hub.resolve("default", offline=True) == (folder / "options.json", folder / "weights.hdf5")
+    unpinned = {"default": Checkpoint("default", "the fixture model as the bundled one", bundled="models/default")}
+    assert hub.resolve("default", registry=unpinned) == (folder / "options.json", folder / "weights.hdf5")
+    with pytest.raises(hub.BundledFileError, match="options.json: sha256 .* differs from the .* pinned"):
+        hub.resolve("default", offline=True)  # the registry's entry pins the shipped files' hashes
     row = hub.describe().set_index("name").loc["default"]
     assert (row["dim"], row["n_params"], row["available"]) == (32, 105_120, True), "read from the bundled files"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from probing.corpora.base import CorpusFormatError
+from probing.errors import InputError
 
 MAX_LINE_BYTES = 1 << 20
 
@@ -69,11 +70,15 @@ def with_gz(path: Path) -> Path | None:
     return gz if gz.is_file() else None
 
 
-def require_file(path: str | Path) -> Path:
-    """``path`` as a Path, or a FileNotFoundError naming it."""
+def require_file(path: str | Path, what: str = "corpus file") -> Path:
+    """``path`` as a Path if it is a regular file; else a FileNotFoundError naming it, or an InputError if it
+    exists but is something else (a folder, a device such as /dev/null, a pipe)."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {path}")
+        if path.exists():
+            kind = "a folder" if path.is_dir() else "a device, pipe or socket"
+            raise InputError(f"{what} {path} is not a regular file (it is {kind}); expected a text file")
+        raise FileNotFoundError(f"{what} not found: {path}")
     return path
 
 

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, overload
 
 import numpy as np
 
-from probing.errors import InputError, ProbingError
+from probing.errors import InputError, ProbingError, check_count
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -251,8 +251,7 @@ class Corpus:
 
     def head(self, n: int) -> Corpus:
         """The first ``n`` sentences, with the same name and split."""
-        if n < 0:
-            raise InputError(f"head(n) needs n >= 0, got {n}")
+        n = check_count(n, "head(n)", low=0)
 
         def first() -> Iterator[Sentence]:
             it = iter(self)

@@ -28,6 +28,7 @@ class _GoldKeys:
         self.data_path = data_path
         self._lines = self._read()
         self._pending: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._taken: dict[str, str] = {}  # instance id -> where in the XML it was first met
 
     def _read(self) -> Iterator[tuple[int, str, tuple[str, ...]]]:
         for lineno, line in numbered_lines(self.path):
@@ -42,6 +43,12 @@ class _GoldKeys:
 
     def take(self, instance_id: str, where: str) -> tuple[str, ...]:
         """The keys of ``instance_id``; reads ahead in the key file as far as needed."""
+        if instance_id in self._taken:
+            raise CorpusFormatError(
+                f"{where}: instance id {instance_id!r} is duplicated (first at {self._taken[instance_id]}); "
+                "instance ids must be unique"
+            )
+        self._taken[instance_id] = where
         if instance_id in self._pending:
             return self._pending.pop(instance_id)[1]
         for lineno, key_id, keys in self._lines:

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from probing.errors import InputError
+from probing.errors import InputError, check_count
 from probing.tokenize import tokenize
 
 from .chars import batch_char_ids, check_sentences
@@ -199,6 +199,7 @@ class Elmo(nn.Module):
         (the result does not depend on it). Stateful: batches are taken in input order, ``batch_size``
         sentences each, as the reference does. ``edits``: as in :meth:`forward`.
         """
+        batch_size = check_count(batch_size, "batch_size")
         if isinstance(sentences, str):
             sentences = [sentences]
         if isinstance(sentences, Sequence):

@@ -18,11 +18,11 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._io import atomic_path, remove_stale_temps
-from ..corpora._files import numbered_lines
+from .._io import atomic_path, guarded_file, remove_stale_temps
+from ..corpora._files import numbered_lines, require_file
 from ..corpora.base import CorpusFormatError
 from ..corpora.text import line_tokens
-from ..errors import InputError, ProbingError
+from ..errors import InputError, ProbingError, check_count
 from .elmo import Elmo
 
 LAYER_MODES = ("all", "top", "average")
@@ -38,9 +38,7 @@ def read_sentences(path: str | Path) -> list[str]:
     The text rules of ``probing.corpora`` apply: a leading BOM is dropped; a NUL byte, invalid UTF-8, a
     line over 1 MiB or over ``MAX_TOKENS`` (1,000) tokens is refused with its line number.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"embed input not found: {path}")
+    path = require_file(path, "embed input")
     sentences: list[str] = []
     blank: list[int] = []
     try:
@@ -75,13 +73,14 @@ def embed_file(
     (fast; the vectors do not depend on batching); stateful models start from zero state and take
     batches of ``batch_size`` lines in input order, as the AllenNLP command did. Each batch is written
     as soon as it is computed, to a temporary file renamed onto ``output_path`` at the end: an error
-    or an interrupt leaves no partial file (and one left by a killed run is removed by the next).
+    or an interrupt leaves no partial file (and one left by a killed run is removed by the next); a full disk
+    or a file-size limit is one WriteError naming the output (HDF5 writes through a guard that stops at
+    the first failed write).
     The output may not be the input (``EmbedInputError``).
     """
     if layers not in LAYER_MODES:
         raise InputError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
-    if batch_size < 1:
-        raise InputError(f"batch_size must be at least 1, got {batch_size}")
+    check_count(batch_size, "batch_size")
     if Path(output_path).resolve() == Path(input_path).resolve() or (
         Path(output_path).exists() and Path(output_path).samefile(input_path)
     ):
@@ -93,7 +92,7 @@ def embed_file(
     if model.stateful:
         model.reset_states()
     bar = tqdm(total=sum(map(len, tokens)), unit="tok", desc=f"embed {Path(input_path).name}", disable=not progress)
-    with atomic_path(output_path) as tmp, h5py.File(tmp, "w") as out:
+    with atomic_path(output_path) as tmp, guarded_file(tmp) as sink, h5py.File(sink, "w") as out:
         for batch in _batches(tokens, batch_size, in_order=model.stateful):
             vectors = model.embed([tokens[i] for i in batch], batch_size=len(batch))
             for i, v in zip(batch, vectors):

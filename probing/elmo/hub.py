@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probing import paths
+from probing._io import sha256_file
 from probing.download import cache_path, fetch
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError, ProbingError
@@ -30,6 +31,10 @@ _FIVE_BILLION = "5.5B tokens (Wikipedia 1.9B + WMT 2008-2012 news crawl 3.6B)"
 
 class UnknownCheckpointError(ProbingError, ValueError):
     """The name is not in the registry; the message lists the known names."""
+
+
+class BundledFileError(ProbingError, ValueError):
+    """A bundled model file does not have the sha256 pinned in the registry (damaged or replaced)."""
 
 
 class ArchitectureMismatchError(ProbingError, ValueError):
@@ -114,6 +119,13 @@ def _official(name: str, tag: str, description: str, softmax: bool = False) -> C
     )
 
 
+BUNDLED_SHA256 = {
+    "options.json": "dde777193ee9dde9e588264ef2b872e2dd2765c7366327b3fe14e6143d6b911a",
+    "weights.hdf5": "1e731e5851914c60c138534e11d7115453bbd578de24021c3e0777223ed02d86",
+}
+"""The bundled model's files, pinned: checked on every load (HDF5 keeps no checksum of its own, so a flipped
+byte would otherwise change the vectors silently). scripts/bundle_default_model.py prints new values."""
+
 REGISTRY: dict[str, Checkpoint] = {
     c.name: c
     for c in (
@@ -141,6 +153,8 @@ REGISTRY: dict[str, Checkpoint] = {
             "the model bundled with the package (pretrained with `probing pretrain`); no download",
             bundled="models/default",
             head="lm_head.npz",
+            options_sha256=BUNDLED_SHA256["options.json"],
+            weights_sha256=BUNDLED_SHA256["weights.hdf5"],
         ),
     )
 }
@@ -187,6 +201,12 @@ def resolve(
                 f"{'is' if len(missing) == 1 else 'are'} missing: reinstall the package, or use a "
                 f"downloadable checkpoint ({', '.join(official)})"
             )
+        for path, want in ((options, entry.options_sha256), (weights, entry.weights_sha256)):
+            if want is not None and (found := sha256_file(path)) != want:
+                raise BundledFileError(
+                    f"{path}: sha256 {found} differs from the {want} pinned for the bundled checkpoint {name!r}: "
+                    "the file is damaged or was replaced; reinstall the package (or git checkout the file)"
+                )
         return options, weights
     hint = f"probing download {name}"
     assert entry.options_url is not None and entry.weights_url is not None  # checked when the entry is made

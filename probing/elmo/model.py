@@ -290,6 +290,24 @@ def run_directions(
 
 _AMX_FLAGS = {"amx_bf16", "amx_tile", "amx_int8", "amx_fp16"}
 
+PRIMITIVE_CACHE_CAPACITY = 64
+"""Compiled oneDNN kernels kept per cache (oneDNN's own and torch's ideep one; 1,024 each by default)."""
+
+
+def bound_primitive_caches() -> None:
+    """Cap oneDNN's and ideep's caches of compiled kernels at PRIMITIVE_CACHE_CAPACITY, unless the user set them.
+
+    Both keep one compiled matmul or convolution per distinct shape, and every batch of new sentence lengths
+    has new shapes: with the default 1,024 entries an extraction grew with the corpus (peak RSS 1.8 GiB on UD
+    EWT train, 1.1 GiB with 64 entries, ~4% more CPU time for remade kernels). Both libraries read the variables when first used, so this runs at import, before any
+    oneDNN kernel is made.
+    """
+    for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
+        os.environ.setdefault(var, str(PRIMITIVE_CACHE_CAPACITY))
+
+
+bound_primitive_caches()
+
 
 def cpu_flags() -> set[str]:
     """The CPU feature flags of /proc/cpuinfo (empty where there is none)."""

@@ -168,6 +168,8 @@ class ElmoOptions:
             raise FileNotFoundError(f"options file not found: {path}") from None
         except json.JSONDecodeError as e:
             raise OptionsError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        except UnicodeDecodeError as e:
+            raise OptionsError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); expected a JSON file") from None
         if not isinstance(d, dict):
             raise OptionsError(f"{path}: expected a JSON object at the top level")
         return cls.from_dict(d, source=str(path))

@@ -80,7 +80,14 @@ from pathlib import Path
 from typing import Any
 
 from probing._toml import ExperimentError, Table, resolve_path
-from probing.encoders import ElmoEncoder, Encoder, RandomElmoEncoder, elmo_options_path, get_encoder
+from probing.encoders import (
+    ElmoEncoder,
+    Encoder,
+    RandomElmoEncoder,
+    elmo_options_path,
+    get_encoder,
+    weights_in_folder,
+)
 from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
 
 try:
@@ -413,7 +420,7 @@ def _encoder(t: Table) -> EncoderSpec:
             from probing.elmo.hub import REGISTRY
 
             if spec.model not in REGISTRY:
-                raise t.fail("model", f"a checkpoint name ({', '.join(REGISTRY)})", spec.model)
+                spec = _model_folder(t, spec, f"a checkpoint name ({', '.join(REGISTRY)}) or a folder")
     t.done()
     return spec
 
@@ -432,6 +439,18 @@ def _intervene(t: Table) -> InterveneSpec:
     )
     t.done()
     return spec
+def _model_folder(t: Table, spec: EncoderSpec, expected: str) -> EncoderSpec:
+    """An encoder whose ``model`` is a folder with options.json + weights.hdf5 (what ``probing pretrain``
+    exports), relative to the experiment file: the spec names its two files."""
+    folder = resolve_path(spec.model or "", t.base)
+    if not folder.is_dir():
+        raise t.fail("model", f"{expected} with options.json + weights.hdf5", spec.model)
+    try:
+        options = elmo_options_path(str(folder))
+        weights = weights_in_folder(folder) if spec.kind == "elmo" else None
+    except FileNotFoundError as e:
+        raise t.fail("model", f"a folder with options.json + weights.hdf5 ({e})", spec.model) from None
+    return replace(spec, model=None, options=options, weights=weights)
 
 
 def _task(t: Table, encoder_names: list[str]) -> TaskSpec:

@@ -61,6 +61,7 @@ from probing.probes.design import (
 from probing.probes.solver import (
     _check_C,
     _check_common,
+    _check_label_types,
     _dev_log_loss,
     _encode_labels,
     _index_labels,
@@ -170,6 +171,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         report their accuracy as ``dev_score_``.
         """
         C = self._validate_params_()
+        _check_label_types(y, type(self).__name__)  # before validate_data makes ["a", 1] the strings "a", "1"
         X, y = self._check_Xy(X, y)
         self.classes_, y_idx = _encode_labels(y, type(self).__name__)
         if (X_dev is None) != (y_dev is None):

@@ -23,7 +23,22 @@ from probing.probes.design import _Design, _StreamedDesign
 _HISTORY = 10  # L-BFGS memory, scipy's default ``maxcor`` (what sklearn uses)
 
 
+def _check_label_types(y, name: str) -> None:
+    """InputError if ``y`` mixes strings and numbers: numpy would turn ``["a", 1]`` into the strings
+    ``"a", "1"`` (predictions then differ in type from the labels given) and cannot sort an object array of both."""
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    first: dict[str, Any] = {}
+    for v in np.asarray(y, dtype=object).ravel().tolist():
+        first.setdefault("str" if isinstance(v, str) else type(v).__name__, v)
+    kinds = {"str" if k == "str" else "number" for k in first}
+    if len(kinds) > 1:
+        shown = ", ".join(f"{k} ({v!r})" for k, v in first.items())
+        raise InputError(f"{name}: y mixes label types {shown}; give labels of one type (e.g. all str)")
+
+
 def _encode_labels(y, name: str) -> tuple[np.ndarray, np.ndarray]:
+    _check_label_types(y, name)
     check_classification_targets(y)
     classes, y_idx = np.unique(y, return_inverse=True)
     if len(classes) < 2:

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 import probing
-from probing._io import atomic_open, atomic_path, held_temp, open_nofollow, remove_stale_temps, sha256_file
+from probing._io import (
+    atomic_open,
+    atomic_path,
+    check_file_size_limit,
+    held_temp,
+    open_nofollow,
+    remove_stale_temps,
+    sha256_file,
+    writing,
+)
 from probing.errors import InputError
 from probing.protocols import CorpusLike, EncoderLike
 from probing.store.format import (
@@ -40,6 +49,7 @@ from probing.store.format import (
     StoreCorruptError,
     StoreError,
     check_free_space,
+    check_room,
     create_layer_file,
     hash_region,
     layer_data_offset,
@@ -76,7 +86,7 @@ def extract(
     fingerprint, format version, dtype[, shard]). If it is already complete this is a cache hit: only
     ``encoder.name``, ``.fingerprint``, ``.layer_names`` and ``.dim`` are read (a lazy encoder never
     loads its model) and :meth:`Store.check_sample` runs (sizes, the token table and offsets hashed whole,
-    a random sample of layer chunks re-hashed: ~32 MiB); ``verify=True`` re-hashes every chunk instead, and
+    the layers too up to ``FULL_CHECK_BYTES``, else a random ~32 MiB of layer chunks); ``verify=True`` re-hashes every chunk instead, and
     re-parses the corpus rather than trust its memoised fingerprint (:mod:`probing.store.memo`).
     Whatever fails its sha256 is recomputed (the message names it), or, in a read-only cache, reported
     as a StoreCorruptError that says how to rebuild. An unfinished store resumes from its last committed chunk (a resume
@@ -89,8 +99,11 @@ def extract(
     the encoder; one thread range-checks each batch and casts it to fp16 into a chunk buffer, another
     writes, hashes and fsyncs each finished chunk, so writing overlaps encoding. Two chunk buffers
     alternate, so peak memory is about two chunks (``2 * chunk_tokens * n_layers * dim * 2`` bytes) plus
-    up to four batches of encoder output. The arrays ``encoder.encode`` returns are read after it returns,
-    so a later call must not overwrite them. Free disk space is checked before anything is encoded.
+    up to four batches of encoder output, besides the encoder itself (an ELMo's oneDNN kernel caches are
+    capped: :func:`probing.elmo.model.bound_primitive_caches`). The arrays ``encoder.encode`` returns are read after it returns,
+    so a later call must not overwrite them. Free disk space and the file-size limit are checked before
+    anything is encoded (before the store's folder is made, when the corpus's lengths are known); a failed
+    write is a WriteError naming the file.
 
     ``shard=(i, n)`` extracts only the i-th of n contiguous sentence ranges, balanced by token count
     (sentence j belongs to shard ``floor(n * first_row(j) / n_tokens)``); :func:`merge` joins them.
@@ -119,6 +132,11 @@ def extract(
         hit = None if verify else _complete(path, encoder, key, progress)
         if hit is not None:  # no lock needed: a complete store is only rewritten after its manifest is removed
             return _reported(hit, True)
+        if lengths is not None and not path.exists():  # a store that cannot be written leaves no folder
+            s0, s1 = (0, len(lengths)) if shard is None else shard_range(lengths, *shard)
+            n_rows = int(lengths[s0:s1].sum())
+            what = f"the activations of {corpus.name}/{corpus.split}"
+            check_room(path, n_rows, len(encoder.layer_names), int(encoder.dim), what)
         path.mkdir(parents=True, exist_ok=True)
         with store_lock(path, progress):
             hit = None if verify else _complete(path, encoder, key, progress)
@@ -129,10 +147,17 @@ def extract(
             repair = None
             if (path / MANIFEST).is_file():
                 store = Store.open(path)
-                _check_compatible(store, encoder, key)
-                if not store.bad_chunks() and not store.bad_files():
-                    return _reported(store, True)
-                repair = store
+                try:
+                    _check_compatible(store, encoder, key)
+                except StoreCorruptError:
+                    if not verify:
+                        raise
+                    print(f"{path / MANIFEST} does not match its encoder; rebuilding the store", file=sys.stderr)
+                    (path / MANIFEST).unlink()
+                else:
+                    if not store.bad_chunks() and not store.bad_files():
+                        return _reported(store, True)
+                    repair = store
             run = _Extraction(
                 encoder, source, path, key, corpus_fp, lengths, shard, chunk_tokens, batch_tokens, progress
             )
@@ -156,6 +181,7 @@ def _read_once(corpus: CorpusLike, root: Path, verify: bool) -> Iterator[tuple[s
     is ~20x faster than parsing CoNLL-U again), and its fingerprint is memoised. Any other corpus is read
     for its fingerprint, then again for its lengths and once more to encode.
     """
+    remove_stale_temps(root, _CORPUS_COPY)  # every run, hit or miss: copies of killed runs (live pids are kept)
     state = corpus_state(corpus)
     known = None if state is None or verify else recall(root, state)
     if known is not None:
@@ -166,7 +192,6 @@ def _read_once(corpus: CorpusLike, root: Path, verify: bool) -> Iterator[tuple[s
     if fused is not None and replay is not None:
         try:
             root.mkdir(parents=True, exist_ok=True)
-            remove_stale_temps(root, _CORPUS_COPY)
             fd, copy = held_temp(root, ".corpus-", ".jsonl")
         except OSError as e:  # a read-only cache can still serve complete stores: no copy, parse again
             if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -223,13 +248,20 @@ def _complete(path: Path, encoder: EncoderLike, key: str, progress: bool) -> Sto
 
 
 def _check_compatible(store: Store, encoder: EncoderLike, key: str) -> None:
+    """StoreCorruptError if the manifest disagrees with its folder's key or with the encoder that key names.
+
+    The key hashes the encoder's fingerprint, which changes whenever its outputs change, so a manifest with
+    other layers or another dim than that encoder's was edited or damaged."""
+    fix = f"rebuild it with probing extract ... --verify (extract(..., verify=True)), or delete {store.path}"
     if store.key != key:
-        raise StoreError(f"{store.path / MANIFEST}: key {store.key}, but the directory is named {key}")
+        raise StoreCorruptError(
+            f"{store.path / MANIFEST} is damaged: key {store.key}, but the directory is named {key}; {fix}"
+        )
     if store.layer_names != list(encoder.layer_names) or store.dim != int(encoder.dim):
-        raise StoreError(
-            f"{store.path}: stored layers {store.layer_names} dim {store.dim}, but encoder {encoder.name!r} "
-            f"with the same fingerprint has layers {list(encoder.layer_names)} dim {encoder.dim}: "
-            "an encoder's fingerprint must change whenever its outputs change"
+        raise StoreCorruptError(
+            f"{store.path / MANIFEST} is damaged: it says layers {store.layer_names} dim {store.dim}, but encoder "
+            f"{encoder.name!r}, whose fingerprint names this store, has layers {list(encoder.layer_names)} dim "
+            f"{encoder.dim}; {fix}"
         )
 
 
@@ -334,6 +366,9 @@ class _Extraction:
         self._load_journal(repair)
         self.journal["timings"]["runs"] += 1
         self.base_timings = dict(self.journal["timings"])
+        check_file_size_limit(
+            self.path / self.files[0], layer_file_size(self.n_tokens, self.dim), "the activations (per layer)"
+        )
         self._prepare_layer_files()
         self._drop_unverified()
         chunks, done = self.journal["chunks"], self.journal["done"]
@@ -478,11 +513,12 @@ class _Extraction:
                 offset = layer_data_offset(p, self.n_tokens, self.dim) if p.is_file() and not p.is_symlink() else None
             except StoreError:
                 offset = None
-            if offset is None:
-                create_layer_file(p, self.n_tokens, self.dim)
-                offset = layer_data_offset(p, self.n_tokens, self.dim)
-            elif p.stat().st_size != expected:
-                os.truncate(p, expected)
+            with writing(p):
+                if offset is None:
+                    create_layer_file(p, self.n_tokens, self.dim)
+                    offset = layer_data_offset(p, self.n_tokens, self.dim)
+                elif p.stat().st_size != expected:
+                    os.truncate(p, expected)
             self.data_offsets.append(offset)
 
     def _drop_unverified(self) -> None:
@@ -659,10 +695,10 @@ class _Extraction:
             row_bytes = self.dim * DTYPE.itemsize
             hashes = {}
             for name, fd, offset, rows in zip(self.files, fds, self.data_offsets, buffer):
-                _write_rows(fd, offset + r0 * row_bytes, rows)
+                with writing(self.path / name):
+                    _write_rows(fd, offset + r0 * row_bytes, rows)
+                    os.fsync(fd)
                 hashes[name] = hashlib.sha256(memoryview(rows.reshape(-1)).cast("B")).hexdigest()
-            for fd in fds:
-                os.fsync(fd)
         if sentences is not None:
             part = self.path / token_part_file(c)
             part.parent.mkdir(exist_ok=True)

@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from probing import paths
-from probing._io import human_size, open_nofollow
+from probing._io import WriteError, check_file_size_limit, human_size, open_nofollow
 from probing.corpora.base import TOKEN_COLUMNS as CORPUS_COLUMNS
 from probing.errors import InputError, ProbingError
 from probing.identity import digest
@@ -164,14 +164,21 @@ def create_layer_file(path: Path, n_rows: int, dim: int) -> None:
 
 
 def check_free_space(directory: Path, nbytes: int, what: str) -> None:
-    """OSError(ENOSPC) naming ``directory`` if its filesystem has less than ``nbytes`` free for ``what``."""
-    free = shutil.disk_usage(directory).free
+    """WriteError(ENOSPC) naming ``directory`` if its filesystem has less than ``nbytes`` free for ``what``."""
+    free = shutil.disk_usage(next(p for p in (directory, *directory.parents) if p.exists())).free
     if free < nbytes:
-        raise OSError(
+        raise WriteError(
             errno.ENOSPC,
             f"{directory}: {what} need {human_size(nbytes)}, only "
             f"{human_size(free)} free (point PROBING_CACHE or --cache at a bigger disk)",
         )
+
+
+def check_room(directory: Path, n_rows: int, n_layers: int, dim: int, what: str) -> None:
+    """Refuse a store that cannot be written before any of it is: a WriteError naming ``directory`` if one
+    layer file would pass the file-size limit (``ulimit -f``) or the disk lacks room for all of them."""
+    check_file_size_limit(directory / layer_file(0), layer_file_size(n_rows, dim), f"{what} (per layer)")
+    check_free_space(directory, n_layers * n_rows * dim * DTYPE.itemsize, what)
 
 
 def layer_data_offset(path: Path, n_rows: int, dim: int) -> int:

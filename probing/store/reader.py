@@ -34,6 +34,9 @@ _Match = str | bool | Collection[str] | None
 
 SAMPLE_BYTES = 32 << 20
 """Layer bytes re-hashed by the sampled check of a cache hit (benchmarks/bench_integrity.py measures it)."""
+FULL_CHECK_BYTES = 256 << 20
+"""A cache hit on a store with at most this many layer bytes hashes all of them, not a sample: 0.19 s from
+the page cache (benchmarks/bench_integrity.py); above it, a sample of SAMPLE_BYTES."""
 
 
 class Store:
@@ -299,18 +302,30 @@ class Store:
                 return False
         return all((self.path / e["file"]).is_file() for e in (self.manifest["tokens"], self.manifest["offsets"]))
 
-    def check_sample(self, budget_bytes: int = SAMPLE_BYTES, seed: int | None = None) -> list[str]:
+    def check_sample(
+        self, budget_bytes: int = SAMPLE_BYTES, seed: int | None = None, full_below: int = FULL_CHECK_BYTES
+    ) -> list[str]:
         """Fast integrity check of a cache hit; returns what is wrong (empty if nothing was found).
 
-        Sizes are checked, the token table and offsets are hashed whole (they are small next to the
-        layers: a random-bytes ``tokens.parquet`` of the right size fails here), and randomly drawn
-        (layer, chunk) pairs are re-hashed until about ``budget_bytes`` are read (at least one pair), a
-        different draw on each call unless ``seed`` is given. It catches a damaged layer only with the
-        probability of drawing it; :meth:`verify` hashes everything.
+        Sizes are checked and the token table and offsets are hashed whole (they are small next to the
+        layers: a random-bytes ``tokens.parquet`` of the right size fails here). Layers totalling at most
+        ``full_below`` bytes are hashed whole too; in a bigger store randomly drawn (layer, chunk) pairs
+        are re-hashed until about ``budget_bytes`` are read (at least one pair), a different draw on each
+        call unless ``seed`` is given, which catches a damaged layer only with the probability of drawing
+        it; :meth:`verify` hashes everything.
         """
         if not self.sizes_ok():
             return ["a file is missing or has the wrong size"]
         problems = [f"{f} (sha256 mismatch)" for f in self.bad_files()]
+        chunks = self.manifest["chunks"]
+        whole = len(self) * self.dim * DTYPE.itemsize * len(self.manifest["layers"]) <= full_below
+        chosen = None if whole else self._sample(budget_bytes, seed)
+        return problems + [
+            f"{f} rows {chunks[c]['rows']} (chunk {c}, sha256 mismatch)" for c, f in self._check_layers(chosen)
+        ]
+
+    def _sample(self, budget_bytes: int, seed: int | None) -> list[tuple[int, int]]:
+        """Randomly drawn (layer, chunk) pairs of about ``budget_bytes`` in all (at least one)."""
         chunks = self.manifest["chunks"]
         pairs = [(i, c) for i in range(len(self.manifest["layers"])) for c in range(len(chunks))]
         order = np.random.default_rng(seed).permutation(len(pairs))
@@ -325,10 +340,7 @@ class Store:
                 continue
             chosen.append((i, c))
             spent += size
-        problems += [
-            f"{f} rows {chunks[c]['rows']} (chunk {c}, sha256 mismatch)" for c, f in self._check_layers(chosen)
-        ]
-        return problems
+        return chosen
 
     def verify(self) -> None:
         """Hash every chunk of every layer and the token files; StoreCorruptError listing what is wrong."""
