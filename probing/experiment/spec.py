@@ -439,6 +439,8 @@ def _intervene(t: Table) -> InterveneSpec:
     )
     t.done()
     return spec
+
+
 def _model_folder(t: Table, spec: EncoderSpec, expected: str) -> EncoderSpec:
     """An encoder whose ``model`` is a folder with options.json + weights.hdf5 (what ``probing pretrain``
     exports), relative to the experiment file: the spec names its two files."""
