@@ -194,7 +194,7 @@ def test_verdict_best_layer_paired_test_and_baselines():
         (),
     )
     assert up.sentence() == (
-        "upos (ewt test), elmo: best single layer 1, accuracy (%) 96.0 [95.5, 96.5]; runner-up layer 2 (95.0), "
+        "upos (ewt test), elmo: best single layer 1, accuracy 96.0 [95.5, 96.5]; runner-up layer 2 (95.0), "
         "difference 1.0 [0.4, 1.6], significant (paired bootstrap over test sentences)."
     )
     rnd = found[("upos", "random-elmo")]

@@ -54,10 +54,10 @@ class Finding:
         return lo > 0 if metric(self.metric).higher_is_better else hi < 0
 
     def sentence(self) -> str:
-        """E.g. "upos (ewt test), elmo: layer 1, accuracy 96.0 [95.5, 96.5]; ahead of layer 2 (95.0) by 1.0
-        [0.4, 1.6], significant (paired bootstrap over sentences)." """
+        """E.g. "upos (ewt test), elmo: best single layer 1, accuracy 96.0 [95.5, 96.5]; runner-up layer 2
+        (95.0), difference 1.0 [0.4, 1.6], significant (paired bootstrap over test sentences)." """
         m = metric(self.metric)
-        score = f"{m.label} {m.format(self.value)}"
+        score = f"{m.label.removesuffix(' (%)')} {m.format(self.value)}"
         if not (math.isnan(self.ci_low) or math.isnan(self.ci_high)):
             score += f" [{m.format(self.ci_low)}, {m.format(self.ci_high)}]"
         text = f"{self.task} ({self.dataset} {self.split}), {self.encoder}: best single layer {self.layer}, {score}"
