@@ -732,6 +732,7 @@ def _render(ex: Explorer, width: int) -> str:
         InlineStyleSheet,
         LassoSelectTool,
         PanTool,
+        Range1d,
         ResetTool,
         WheelZoomTool,
     )
@@ -806,8 +807,10 @@ def _render(ex: Explorer, width: int) -> str:
             active_drag=box,
             active_scroll=wheel,
             name=f"panel_{name}",
-            x_range=_fit_range(data[f"px_{name}"], margin := min(0.3, data[f"bsize_{name}"].max() / 2 / size)),
-            y_range=_fit_range(data[f"py_{name}"], margin),
+            x_range=Range1d(
+                *_fit_range(data[f"px_{name}"], margin := min(0.3, data[f"bsize_{name}"].max() / 2 / size))
+            ),
+            y_range=Range1d(*_fit_range(data[f"py_{name}"], margin)),
         )
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.grid.visible = False
