@@ -6,6 +6,7 @@ so every mistake in an experiment file is reported as ``FILE: tasks[2].label: ex
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,10 @@ class Table:
 
     def fail(self, key: str, expected: str, value: Any = _REQUIRED) -> ExperimentError:
         got = "it is missing" if value is _REQUIRED else f"got {value!r}"
+        if value is _REQUIRED:
+            stray = difflib.get_close_matches(key, [k for k in self.data if k not in self.used], 1, 0.75)
+            if stray:
+                got += f" (the table has the unknown key {stray[0]!r}: a misspelling of {key!r}?)"
         where = f"{self.where}.{key}" if self.where else key
         return ExperimentError(f"{self.source}: {where}: expected {expected}, {got}")
 
@@ -140,9 +145,13 @@ class Table:
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
+            named = []
+            for k in unknown:
+                close = difflib.get_close_matches(k, sorted(self.used), 1, 0.6)
+                named.append(repr(k) + (f" (closest known key: {close[0]!r})" if close else ""))
             raise ExperimentError(
                 f"{self.source}: {self.where or 'top level'}: unknown key(s) "
-                f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(sorted(self.used))}"
+                f"{', '.join(named)}; known keys: {', '.join(sorted(self.used))}"
             )
 
 

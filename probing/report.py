@@ -1,8 +1,11 @@
 """The HTML report: one self-contained ``report.html`` (figures embedded as data URIs, no JavaScript).
 
-Sections: summary (best layer per task and encoder, with CI and baselines), figures with a "how to read
-this" note each, extra tables (e.g. nearest neighbours of "play"), the full results table and the
-provenance. Every piece of text is HTML-escaped; the file is written atomically.
+It answers first: a verdict (:func:`probing.results.verdict.verdict`: best single layer per task and
+encoder, its CI, the paired test against the runner-up, baselines that beat every layer), the overview
+figure, the summary (compact; the detailed table in a ``<details>``); then the other figures with a "how
+to read this" note each, extra tables (e.g. nearest neighbours of "play"), the full results table and the
+provenance (collapsed). Long strings wrap, so the page never scrolls sideways (tables scroll in their own
+box). Every piece of text is HTML-escaped; the file is written atomically.
 """
 
 from __future__ import annotations
@@ -36,8 +39,17 @@ from probing.results import (
     read_results,
     read_side_table,
 )
+from probing.results.verdict import Finding, verdict
 
-__all__ = ["FIGURE_NOTES", "build_report", "draw_figures", "summary_table", "write_report"]
+__all__ = [
+    "FIGURE_NOTES",
+    "FIGURE_TITLES",
+    "build_report",
+    "draw_figures",
+    "figure_title",
+    "summary_table",
+    "write_report",
+]
 
 # Keyed by figure-name prefix: a figure named "layer_scores_upos" gets the "layer_scores" note.
 FIGURE_NOTES = {
@@ -47,7 +59,9 @@ FIGURE_NOTES = {
         "95% confidence intervals (over seeds when several seeds were run, else from the test set). "
         "Horizontal lines are baselines that use no ELMo layer; a label with ▼ or ▲ names a baseline "
         "outside the plotted range. Random ELMo has the same architecture with untrained weights: the gap "
-        "to it is what pre-training adds. Differences whose intervals overlap are not significant."
+        "to it is what pre-training adds. Overlapping intervals do not make two layers equal: the summary "
+        "compares the best layer with the runner-up by a paired bootstrap over test sentences (both layers "
+        "score the same sentences), which can find a difference whose two intervals overlap."
     ),
     "selectivity": (
         "Blue bars: accuracy on the linguistic task; orange bars: accuracy of the same probe on the control "
@@ -124,6 +138,22 @@ FIGURE_NOTES = {
     ),
 }
 
+# Figure-name prefix -> title in words; the rest of the name (the task, dataset, split) follows a colon.
+FIGURE_TITLES = {
+    "layer_scores": "Score per layer",
+    "syntax": "Dependency-tree structure per layer",
+    "selectivity": "Task vs control-task accuracy (selectivity) per layer",
+    "mix_weights": "Scalar-mix weight of each layer",
+    "tag_gains": "Tags that gain most from context (layer 0 to layer 1)",
+    "directions": "Forward and backward halves of each layer",
+    "oov_glove": "Accuracy on words inside vs outside GloVe's vocabulary",
+    "oov_train": "Accuracy on words inside vs outside the model's training vocabulary",
+    "codelength": "Description length (online codelength) per layer",
+    "compression": "Compression per layer",
+    "similarity": "Layer similarity",
+    "overview": "Overview: part of speech and word sense per layer",
+}
+
 _MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 _HEX_RE = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
 
@@ -143,19 +173,26 @@ th, td { border-bottom: 1px solid var(--rule); padding: .28rem .6rem; text-align
 th { background: #eef1f5; font-weight: 600; position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: var(--stripe); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.scroll { overflow-x: auto; }
+td, dd, li, p, figcaption, h1, h2, h3 { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.verdict { font-size: 1.02rem; background: #f3f7fb; border-left: 4px solid var(--accent); padding: .6rem 1rem;
+           margin: 1rem 0; }
+.verdict ul { margin: .3rem 0 0; padding-left: 1.2rem; }
+details > summary { cursor: pointer; color: var(--accent); margin: .4rem 0; }
 figure { margin: 1.2rem 0 2rem; break-inside: avoid; page-break-inside: avoid; }
 figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9rem; color: #333; margin-top: .5rem; max-width: 60rem; }
 figcaption strong { display: block; font-size: 1rem; color: var(--ink); margin-bottom: .15rem; }
-dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .3rem 0 .6rem; }
-dl.prov dt { font-weight: 600; }
-dl.prov dd { margin: 0; }
+dl.prov { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr); gap: .2rem 1rem;
+           margin: .3rem 0 .6rem; }
+dl.prov dt { font-weight: 600; overflow-wrap: anywhere; }
+dl.prov dd { margin: 0; min-width: 0; }
 dl.prov dl.prov { margin: 0; }
 code, .fp { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .85em; }
 .fp { word-break: break-all; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--rule);
          padding-top: .6rem; }
+@media (max-width: 600px) { body { padding: 0 .6rem; margin: 1rem auto; } }
 @media print {
   body { margin: 0; max-width: none; font-size: 11pt; }
   nav { display: none; }
@@ -360,12 +397,59 @@ def _figure_html(name: str, path: Path, note: str | None) -> str:
         raise InputError(f"figure {name!r}: {path}: {exc}") from None
     size = f' style="width: {width:.0f}px"' if width else ""
     data = base64.b64encode(raw).decode("ascii")
-    caption = f"<strong>{_e(name)}</strong>"
+    title = figure_title(name)
+    caption = f"<strong>{_e(title)}</strong>"
     if note:
         caption += f"How to read this: {_e(note)}"
     return (
-        f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(name)}"{size} src="data:{mime};base64,{data}">'
+        f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(title)}"{size} src="data:{mime};base64,{data}">'
         f"<figcaption>{caption}</figcaption></figure>"
+    )
+
+
+def figure_title(name: str) -> str:
+    """A figure's heading and alt text in words: ``layer_scores_upos`` -> "Score per layer: upos";
+    ``similarity_linear_cka`` -> "Layer similarity: linear CKA"; a name with no known prefix as it is."""
+    prefixes = [p for p in FIGURE_TITLES if name == p or name.startswith(p + "_")]
+    if not prefixes:
+        return name
+    prefix = max(prefixes, key=len)
+    rest = name[len(prefix) + 1 :].replace("_cka", " CKA").replace("_", " ")
+    return FIGURE_TITLES[prefix] + (f": {rest}" if rest else "")
+
+
+def _verdict_html(results: pd.DataFrame) -> str:
+    """The verdict box: a first line naming the best single layer of each task part (first encoder of
+    each), then one sentence per task part and encoder (:func:`probing.results.verdict.verdict`)."""
+    findings = verdict(results)
+    if not findings:
+        return ""
+    first: dict[tuple[str, str, str], Finding] = {}
+    for f in findings:
+        first.setdefault((f.task, f.dataset, f.split), f)
+    several = len(first) > len({f.task for f in first.values()})  # a task scored on several parts
+    lead = ", ".join(
+        f"{f.task}{f' ({f.dataset} {f.split})' if several else ''}: {f.layer}"
+        + (" (below a baseline)" if f.beaten_by else "")
+        for f in first.values()
+    )
+    items = "".join(f"<li>{_e(f.sentence())}</li>" for f in findings)
+    return (
+        f'<div class="verdict"><p><strong>Best single layer</strong> ({_e(next(iter(first.values())).encoder)}): '
+        f"{_e(lead)}.</p><ul>{items}</ul></div>"
+    )
+
+
+def _summary_html(summary: pd.DataFrame) -> str:
+    """The compact summary (task, encoder, best layer, score, CI, test against the next layer) with the
+    detailed table (selectivity, mix, concatenation, seeds, baselines) behind a ``<details>``."""
+    compact = [c for c in ("task", "encoder", "best layer", "score", "95% CI", "vs next") if c in summary.columns]
+    return (
+        _html_table(summary[compact], num_cols={"score", "95% CI"})
+        + "<details><summary>Detailed table: dataset, split, metric, selectivity, scalar mix, concatenation, "
+        "seeds and baselines</summary>"
+        + _html_table(summary, num_cols={"score", "95% CI", "seeds", "selectivity"})
+        + "</details>"
     )
 
 
@@ -439,7 +523,9 @@ def write_report(
             raise TypeError(f"table {name!r}: expected a pandas DataFrame, got {type(t).__name__}")
     notes = dict(notes or {})
 
-    sections = [("summary", "Summary")]
+    sections = [("verdict", "Verdict"), ("summary", "Summary")]
+    lead_figures = {n: p for n, p in figures.items() if n == "overview"}
+    figures = {n: p for n, p in figures.items() if n not in lead_figures}
     if figures:
         sections.append(("figures", "Figures"))
     if tables:
@@ -458,11 +544,16 @@ def write_report(
         f'<p class="meta">{len(results)} result rows, {results["task"].nunique()} task(s); '
         "scores in percent unless stated; intervals are 95% confidence intervals.</p>",
         "<nav><ul>" + "".join(f'<li><a href="#{s}">{_e(h)}</a></li>' for s, h in sections) + "</ul></nav></header>",
+        '<section id="verdict"><h2>Verdict</h2>',
+        _verdict_html(results),
+        *(_figure_html(name, Path(path), _note_for(name, notes)) for name, path in lead_figures.items()),
+        "</section>",
         '<section id="summary"><h2>Summary</h2>',
-        "<p>Per task: the best layer of each encoder on the task's headline metric (F1 for WSD, UUAS for a "
-        "structural distance probe, Root% for a depth probe, else accuracy), its score and interval, its "
-        "control-task selectivity when measured, and the baselines.</p>",
-        _html_table(summary, num_cols={"score", "95% CI", "seeds", "selectivity"}),
+        "<p>Per task: the best single layer of each encoder on the task's headline metric (F1 for WSD, UUAS "
+        "for a structural distance probe, Root% for a depth probe, else accuracy), its score and interval, and "
+        "its margin over the next layer with the paired bootstrap CI over test sentences (significant when "
+        "that CI excludes zero).</p>",
+        _summary_html(summary),
         "</section>",
     ]
     if figures:
@@ -481,12 +572,13 @@ def write_report(
         parts.append("</ul></section>")
     parts += [
         '<section id="results"><h2>All results</h2>',
-        "<p>Every row of the results table as stored (values are fractions, not percent).</p>",
+        "<details><summary>Every row of the results table as stored (values are fractions, not percent)</summary>",
         _html_table(_results_display(results), fmt={"value": ".4f", "ci_low": ".4f", "ci_high": ".4f"}),
-        "</section>",
+        "</details></section>",
         '<section id="provenance"><h2>Provenance</h2>',
+        "<details><summary>Models, corpora, settings and versions behind these numbers</summary>",
         _provenance_html(provenance),
-        "</section>",
+        "</details></section>",
         f"<footer>Generated by probing {_e(probing.__version__)} (Python {_e(platform.python_version())}, "
         f"pandas {_e(pd.__version__)}, matplotlib {_e(matplotlib.__version__)}).</footer>",
         "</body></html>",

@@ -16,12 +16,12 @@ All measures compare two sets of activations of the *same* tokens, ``X`` (n, d_x
   ``keep`` of its variance (eigenvalues of the covariance, i.e. squared singular values; the 99 % rule
   of Kornblith et al. 2019, where google/svcca's tutorials keep a fixed count), then the mean canonical
   correlation (not squared) between the two reduced sets.
-* :func:`pwcca`: projection-weighted CCA (Morcos et al. 2018): the weighted mean of the canonical
-  correlations, canonical pair i weighted by ``alpha_i = sum_j |<h_i, x_j>|`` where h_i is X's i-th
-  canonical variate (unit norm) and x_j the j-th centred column of **X** (the first argument), so
-  ``pwcca(X, Y) != pwcca(Y, X)`` in general. google/svcca's ``compute_pwcca`` weights whichever side has
-  fewer neurons (X on ties) and projects uncentred activations; for centred inputs of equal width, with
-  no neuron dropped and ``epsilon=0``, the two weightings are the same.
+* :func:`pwcca`: projection-weighted CCA (Morcos et al. 2018), the weighted mean of the canonical
+  correlations, weighted by how much of X (the first argument) each canonical direction accounts for, so
+  ``pwcca(X, Y) != pwcca(Y, X)`` in general. Two weightings, which differ by several points on real
+  activations (see :func:`pwcca`): ``reference=True`` (the default, measure ``"pwcca"``) reproduces
+  google/svcca's ``compute_pwcca``, the code behind published PWCCA numbers; ``reference=False``
+  (measure ``"pwcca_paper"``) is the paper's definition.
 
 Every CCA-type measure works from the centred covariances, so only d x d matrices are factorised;
 directions with eigenvalue below ``1e-10`` of the largest are treated as null (rank-deficient inputs, such
@@ -52,7 +52,7 @@ __all__ = [
     "layer_similarity",
 ]
 
-MEASURES = ("linear_cka", "debiased_cka", "rbf_cka", "cca", "svcca", "pwcca")
+MEASURES = ("linear_cka", "debiased_cka", "rbf_cka", "cca", "svcca", "pwcca", "pwcca_paper")
 RBF_MAX_TOKENS = 5000
 _CHUNK = 16384
 _NULL = 1e-10  # eigenvalues below this fraction of the largest span the null space
@@ -61,7 +61,7 @@ _NULL = 1e-10  # eigenvalues below this fraction of the largest span the null sp
 class _Centred:
     """One activation matrix, centred in float64, with its covariance eigendecomposition on demand.
 
-    ``x`` (n, d) float64 centred; ``gram`` = x^T x (d, d); ``eig``/``basis``: eigenvalues (descending)
+    ``x`` (n, d) float64 centred; ``mean`` (d,) the column means removed; ``gram`` = x^T x (d, d); ``eig``/``basis``: eigenvalues (descending)
     and eigenvectors of ``gram`` restricted to its non-null directions.
     """
 
@@ -74,8 +74,9 @@ class _Centred:
         if not np.isfinite(x).all():
             row, col = np.argwhere(~np.isfinite(x))[0]
             raise InputError(f"{name} contains NaN or infinity (row {row}, column {col})")
+        self.mean = x.mean(axis=0) if center else np.zeros(d)
         if center:
-            x -= x.mean(axis=0)
+            x -= self.mean
         self.x = x
         self._gram: np.ndarray | None = None
         self._eig: tuple[np.ndarray, np.ndarray] | None = None
@@ -243,11 +244,17 @@ def _whitener(c: _Centred, keep: float | None = None) -> np.ndarray:
     return v / np.sqrt(w)
 
 
+def _whitened_cross(cx: _Centred, cy: _Centred, keep: float | None, cross: np.ndarray | None):
+    """X's whitener (d_x, r_x) and the whitened cross-covariance ``Wx^T Xc^T Yc Wy`` (r_x, r_y) (``cross`` =
+    Xc^T Yc if known); Y's whitener is Y's eigenvectors over the square roots of its eigenvalues."""
+    wx, wy = _whitener(cx, keep), _whitener(cy, keep)
+    return wx, wx.T @ (cx.x.T @ cy.x if cross is None else cross) @ wy
+
+
 def _canonical(cx: _Centred, cy: _Centred, keep: float | None = None, cross: np.ndarray | None = None):
     """Canonical correlations rho (descending, length min(r_x, r_y)) and X's canonical directions
-    (d_x, len(rho)), from the whitened cross-covariance ``Wx^T Xc^T Yc Wy`` (``cross`` = Xc^T Yc if known)."""
-    wx, wy = _whitener(cx, keep), _whitener(cy, keep)
-    m = wx.T @ (cx.x.T @ cy.x if cross is None else cross) @ wy
+    (d_x, len(rho))."""
+    wx, m = _whitened_cross(cx, cy, keep, cross)
     u, rho, _ = np.linalg.svd(m, full_matrices=False)
     return np.clip(rho, 0.0, 1.0), wx @ u
 
@@ -278,17 +285,59 @@ def svcca(X: Any, Y: Any, keep: float = 0.99) -> float:
     return float(np.mean(rho))
 
 
-def pwcca(X: Any, Y: Any) -> float:
-    """Projection-weighted CCA: canonical correlations weighted by how much of X each canonical
-    variate of X accounts for, ``alpha_i = sum_j |<h_i, x_j>|`` (h_i unit-norm, x_j X's centred
-    columns). Weighted by the first argument, so not symmetric."""
-    return _pwcca(*_pair(X, Y))
+def pwcca(X: Any, Y: Any, *, reference: bool = True) -> float:
+    """Projection-weighted CCA of X (n, d_x) against Y (n, d_y): the canonical correlations rho_i, averaged
+    with weights ``alpha_i = sum_j |<p_i, x_j>|``, the projections of X's neurons x_j on unit vectors p_i
+    of token space that stand for X's i-th canonical direction. Weighted by X, so not symmetric.
+
+    ``reference=True`` (the default) is google/svcca's ``compute_pwcca(X.T, Y.T)``, the code behind the
+    published PWCCA numbers (Morcos et al. 2018 and the papers that reuse it), so a value can be set next
+    to theirs. Its p_i are not the canonical variates: it takes u_i, the i-th left singular vector of the
+    symmetrically whitened cross-covariance ``Sxx^-1/2 Sxy Syy^-1/2``, applies it to the *unwhitened*
+    centred activations (``Xc u_i``, no ``Sxx^-1/2``), adds back the mean of neuron i (the i-th column's
+    mean, unrotated), orthonormalises these d_x vectors by QR in order of decreasing rho, and projects the
+    *uncentred* neurons x_j on them. It weights whichever side has fewer neurons (X on a tie); with
+    d_x > d_y this function returns ``pwcca(Y, X, reference=True)``, which is what that code's second
+    branch computes once its indexing error (it indexes X's activations with Y's neuron mask) is fixed.
+    With a rank-deficient X its value depends on an arbitrary basis of the null directions (their rho
+    is 0 but their weights enter the normaliser); here that basis is the constant direction first.
+
+    ``reference=False`` is the paper's definition: p_i = h_i, the i-th canonical variate ``Xc Wx a_i``
+    (unit norm), projected on the *centred* neurons, always weighted by X. The two give the same canonical
+    correlations but different weights: 0.886 vs 0.909 (paper vs reference) for layers 1 and 2 of the
+    bundled model on demo-ud test (13,340 tokens), and they differ even on centred inputs of equal width.
+    """
+    cx, cy = _pair(X, Y)
+    return _pwcca_reference(cx, cy) if reference else _pwcca(cx, cy)
 
 
 def _pwcca(cx: _Centred, cy: _Centred, cross: np.ndarray | None = None) -> float:
+    """The paper's PWCCA (see :func:`pwcca`, ``reference=False``)."""
     rho, a = _canonical(cx, cy, cross=cross)
     alpha = np.abs(cx.gram @ a).sum(axis=0)  # <X a_i, x_j> = (X^T X a_i)_j, and ||X a_i|| = 1
     return float(alpha @ rho / alpha.sum())
+
+
+def _pwcca_reference(cx: _Centred, cy: _Centred, cross: np.ndarray | None = None) -> float:
+    """google/svcca's ``compute_pwcca`` (see :func:`pwcca`) in feature space.
+
+    Its n-vectors ``d_i = Xc u_i + mean_i 1`` and the uncentred neurons all lie in the span of the basis
+    [Xc v / sqrt(w), 1/sqrt(n)] (v, w: eigenvectors and eigenvalues of Xc^T Xc; Xc is orthogonal to 1). In
+    that basis (coordinates, shape (r_x + 1, d_x)) the QR of the (n, d_x) matrix [d_i] is the QR of the
+    coordinates, so nothing n x d is built. The mean is added unrotated, so flipping the sign of u_i
+    changes the value: u is taken, as there, from the SVD of the neuron-space matrix
+    ``Sxx^-1/2 Sxy Syy^-1/2`` (the symmetric whitener ``v diag(w^-1/2) v^T``), not of a rotated copy."""
+    if cx.x.shape[1] > cy.x.shape[1]:
+        return _pwcca_reference(cy, cx, None if cross is None else cross.T)
+    _, m = _whitened_cross(cx, cy, None, cross)
+    vx, vy = cx.eig[1], cy.eig[1]
+    u, rho, _ = np.linalg.svd(vx @ m @ vy.T)  # u (d_x, d_x); rho: d_x values, zeros past min(r_x, r_y)
+    sv = np.sqrt(cx.eig[0])
+    coords = np.vstack([sv[:, None] * (vx.T @ u), np.sqrt(cx.n) * cx.mean[None, :]])
+    neurons = np.vstack([sv[:, None] * vx.T, np.sqrt(cx.n) * cx.mean[None, :]])
+    q, _ = np.linalg.qr(coords)  # columns past r_x + 1 depend on earlier ones: their weight is 0 there too
+    weights = np.abs(q.T @ neurons).sum(axis=1)
+    return float(weights @ rho[: len(weights)] / weights.sum())
 
 
 # ----------------------------------------------------------------------------- many layers
@@ -299,6 +348,8 @@ def _measure(m: str, cx: _Centred, cy: _Centred, cross: np.ndarray) -> float:
     if m in ("linear_cka", "debiased_cka"):
         return _linear_cka(cx, cy, m == "debiased_cka", cross)
     if m == "pwcca":
+        return _pwcca_reference(cx, cy, cross)
+    if m == "pwcca_paper":
         return _pwcca(cx, cy, cross)
     rho, _ = _canonical(cx, cy, 0.99 if m == "svcca" else None, cross)
     return float(np.mean(rho)) if m == "svcca" else float(np.sum(rho**2) / len(rho))
@@ -346,7 +397,8 @@ def layer_similarity(
     ``rbf_cka`` is capped at ``RBF_MAX_TOKENS`` rows (a ``ValueError`` otherwise).
 
     Returns one row per ordered pair (a, b) and measure, diagonal included, with columns
-    :data:`SIMILARITY_COLUMNS`; symmetric measures are computed once per unordered pair.
+    :data:`SIMILARITY_COLUMNS`; symmetric measures are computed once per unordered pair. The ``measure``
+    column names the variant: ``"pwcca"`` is google/svcca's weighting, ``"pwcca_paper"`` the paper's (:func:`pwcca`).
     """
     unknown = [m for m in measures if m not in MEASURES]
     if unknown or not measures:

@@ -446,7 +446,7 @@ def test_report_from_a_results_folder(run_dir, tmp_path, capsys):
     assert sorted(p.name for p in figures.iterdir()) == sorted(f"{s}.{x}" for s in stems for x in ("png", "svg"))
     html = html_path.read_text(encoding="utf-8")
     embedded = re.findall(r'<figure id="fig-([^"]+)"><img [^>]*src="data:image/png;base64,([^"]+)"', html)
-    assert [name for name, _ in embedded] == stems
+    assert [name for name, _ in embedded] == ["overview", *stems[:-1]]  # the overview leads, under the verdict
     for name, data in embedded:
         assert base64.b64decode(data) == (figures / f"{name}.png").read_bytes()
     section = html[html.index('<section id="results">') :]

@@ -108,7 +108,10 @@ def test_text_needs_a_file(clean):
 
 
 def test_split_checks():
-    with pytest.raises(ValueError, match=r"ud-ewt has splits train, dev, test: name one \(split= in Python, --split on the command line\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"ud-ewt has splits train, dev, test: name one \(split= in Python, --split on the command line\)",
+    ):
         load("ud-ewt")
     with pytest.raises(ValueError, match="ud-ewt has no split 'validation'; its splits are train, dev, test"):
         load("ud-ewt", "validation")

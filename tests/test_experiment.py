@@ -351,7 +351,20 @@ def test_bundled_experiments_validate():
             ('encoders = ["elmo"]', 'encoders = ["elmo", "bert"]'),
             r"tasks\[1\]\.encoders: expected a non-empty list of strings from 'elmo', 'random-elmo', 'glove'",
         ),
-        (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing"),
+        (('label = "upos"', ""), r"tasks\[0\]\.label: expected a non-empty string, it is missing$"),
+        (
+            ('label = "upos"', 'lable = "upos"'),
+            r"tasks\[0\]\.label: expected a non-empty string, it is missing \(the table has the unknown key 'lable': "
+            r"a misspelling of 'label'\?\)",
+        ),
+        (
+            ('kind = "glove"', 'kind = "glove"\nvectorz = "glove-6b-50d"'),
+            r"encoders\[2\]: unknown key\(s\) 'vectorz' \(closest known key: 'vectors'\)",
+        ),
+        (
+            ('label = "upos"', 'label = "upos"\nskip_mising = true'),
+            r"tasks\[0\]: unknown key\(s\) 'skip_mising' \(closest known key: 'skip_missing'\)",
+        ),
         (
             ('weights = "model/weights.hdf5"', 'weights = "model/nope.hdf5"'),
             r"encoders\[0\]\.weights: expected an "

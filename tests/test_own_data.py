@@ -14,6 +14,7 @@ import pytest
 
 from probing.corpora import load
 from probing.corpora.registry import file_spec
+from probing.errors import ProbingError
 from probing.experiment import ExperimentError, parse_experiment
 from probing.results import read_provenance
 from probing.tasks.tagging import feature_labels, is_label, label_function
@@ -131,6 +132,24 @@ def essays(tmp_path_factory):
     train = head_conllu(DEMO_UD / "en_ewt-demo-train.conllu.gz", root / "essays-train.conllu", 40)
     test = head_conllu(DEMO_UD / "en_ewt-demo-test.conllu.gz", root / "essays-test.conllu", 20)
     return root, train, test
+
+
+def test_a_feature_absent_from_the_corpus_names_the_features_it_has(essays):
+    """feats:Numbr is in no training token: the error names Number (the closest) and every feature there."""
+    from probing import probe_layers
+    from probing.tasks.tagging import feature_names
+
+    root, train, test = essays
+    have = feature_names(pd.DataFrame({"feats": ["Number=Sing|Person=3", "", "Tense=Past|VerbForm=Fin"]}))
+    assert have == ["Number", "Person", "Tense", "VerbForm"]
+    elmo = {"name": "elmo", "kind": "elmo", "options": str(FIX / "elmo_allennlp" / "options.json"),
+            "weights": str(FIX / "elmo_allennlp" / "lm_weights.hdf5")}  # fmt: skip
+    with pytest.raises(ProbingError, match=r"no training token has the feature 'Numbr' \(did you mean feats:Number\?\); "
+                       r"the corpus has (\w+, )*Number, (\w+, )*Tense"):  # fmt: skip
+        probe_layers(
+            f"conllu:{train}", f"conllu:{test}", label="feats:Numbr", encoders=[elmo],
+            probe={"C": [1.0], "max_iter": 30}, bootstrap=50, cache_dir=root / "cache", progress=False,
+        )  # fmt: skip
 
 
 def test_probe_layers_on_own_conllu_files_predicts_a_feature(essays):

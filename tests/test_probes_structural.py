@@ -108,6 +108,61 @@ def test_mst_edges_skip_punctuation_and_break_ties_by_pair_order():
     assert mst_edges(ties) == [(0, 1), (0, 2)], "all pairs tie: earliest pairs first, as the reference's stable sort"
 
 
+def reporter_edges(matrix, punct):
+    """Direct port of ``prims_matrix_to_edges`` and its ``UnionFind`` (john-hewitt/structural-probes,
+    ``reporter.py``): every ordered pair of non-punctuation words in row-major order, sorted by distance
+    with Python's stable sort, joined when in different components."""
+    parents = list(range(len(matrix)))
+
+    def find(i):
+        while i != parents[i]:
+            i = parents[i]
+        return i
+
+    pairs = {}
+    for i, line in enumerate(matrix):
+        for j, dist in enumerate(line):
+            if punct[i] or punct[j]:
+                continue
+            pairs[(i, j)] = dist
+    edges = []
+    for (i, j), _ in sorted(pairs.items(), key=lambda x: x[1]):
+        if find(i) != find(j):
+            parents[find(i)] = j
+            edges.append((i, j))
+    return edges
+
+
+def reporter_uuas(matrices, trees, puncts):
+    """``report_uuas_and_tikz``'s count: gold MST edges found in the predicted MST, as sorted pairs."""
+    correct = total = 0
+    for pred, heads, punct in zip(matrices, trees, puncts):
+        gold = reporter_edges(tree_distances(heads), punct)
+        found = {tuple(sorted(e)) for e in reporter_edges(pred, punct)}
+        correct += len({tuple(sorted(e)) for e in gold} & found)
+        total += len(gold)
+    return correct / total
+
+
+def test_mst_and_uuas_on_asymmetric_distances_follow_the_reporter():
+    """Asymmetric predictions (rounded to create ties between a pair's two entries and across pairs): the
+    MST's edge set and the pooled UUAS equal the reporter's, which links i and j at min(d_ij, d_ji); reading
+    only the upper triangle gives another score on these inputs."""
+    rng = np.random.default_rng(0)
+    trees = random_trees(list(rng.integers(3, 16, size=60)), seed=1)
+    puncts = [rng.random(len(h)) < 0.15 for h in trees]
+    preds = [np.round(tree_distances(h) + rng.gamma(1.0, 1.5, (len(h), len(h))), 1) for h in trees]
+    for pred, punct in zip(preds, puncts):
+        want = {tuple(sorted(e)) for e in reporter_edges(pred, punct)}
+        assert {tuple(e) for e in mst_edges(pred, punct)} == want
+    assert uuas(preds, trees, puncts) == pytest.approx(reporter_uuas(preds, trees, puncts), abs=1e-15)
+    upper = [np.triu(p) + np.triu(p, 1).T for p in preds]
+    assert uuas(upper, trees, puncts) != pytest.approx(reporter_uuas(preds, trees, puncts), abs=1e-3)
+    # a pair whose two entries tie with another pair's smaller entry: the earlier entry in row-major order wins
+    d = np.array([[0.0, 5.0, 1.0], [1.0, 0.0, 5.0], [5.0, 5.0, 0.0]])
+    assert reporter_edges(d, [False] * 3)[0] == (0, 2) and mst_edges(d)[0] == (0, 2)
+
+
 # --- metrics on hand-worked examples ----------------------------------------------------------------
 
 

@@ -18,7 +18,10 @@ import pytest  # noqa: E402
 from matplotlib import image  # noqa: E402
 
 from probing import figures as F  # noqa: E402
-from probing.report import summary_table, write_report  # noqa: E402
+from probing.report import figure_title, summary_table, write_report  # noqa: E402
+from probing.results import METRICS, Metric  # noqa: E402
+from probing.results.verdict import verdict  # noqa: E402
+from tests import browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = '<script>alert("pwned")</script>'
@@ -154,7 +157,8 @@ def test_html_is_well_formed_and_self_contained(report):
 def test_every_figure_is_embedded_byte_for_byte(report, figure_files):
     _, text = report
     imgs = {a["alt"]: a for t, a in parse(text).tags if t == "img"}
-    assert set(imgs) == set(figure_files)
+    assert set(imgs) == {"Score per layer: upos", "Score per layer: upos (vector)"}  # titles in words
+    imgs = {name: imgs[figure_title(name)] for name in figure_files}
     for name, path in figure_files.items():
         mime = "image/png" if path.suffix == ".png" else "image/svg+xml"
         prefix = f"data:{mime};base64,"
@@ -163,6 +167,86 @@ def test_every_figure_is_embedded_byte_for_byte(report, figure_files):
     # a 6.4-inch figure saved at 200 dpi is shown at its physical size: 6.4 * 96 CSS px
     assert imgs["layer_scores_upos"]["style"] == "width: 614px"
     assert "How to read this" in text and "0 is the context-free character-CNN token layer" in text
+    # the caption states the paired test the summary uses, not the interval-overlap rule
+    assert "intervals overlap are not significant" not in text and "paired bootstrap over test sentences" in text
+
+
+def test_figure_titles_are_words():
+    assert figure_title("layer_scores_upos") == "Score per layer: upos"
+    assert figure_title("similarity_linear_cka") == "Layer similarity: linear CKA"
+    assert (
+        figure_title("oov_glove_upos_ewt_test")
+        == "Accuracy on words inside vs outside GloVe's vocabulary: upos ewt test"
+    )
+    assert figure_title("my own plot") == "my own plot"
+
+
+def test_verdict_best_layer_paired_test_and_baselines():
+    """upos: layer 1 (96.0) over layer 2 (95.0), paired margin 1.0 [0.4, 1.6] > 0: significant. random-elmo:
+    no margin row, so no test. WSD: wn-first-sense 65.0 is below layer 1's 69.0, so nothing beats every layer."""
+    found = {(f.task, f.encoder): f for f in verdict(make_results())}
+    up = found[("upos", "elmo")]
+    assert (up.layer, up.runner_up, up.margin, up.significant, up.beaten_by) == (
+        "1",
+        "2",
+        (0.01, 0.004, 0.016),
+        True,
+        (),
+    )
+    assert up.sentence() == (
+        "upos (ewt test), elmo: best single layer 1, accuracy 96.0 [95.5, 96.5]; runner-up layer 2 (95.0), "
+        "difference 1.0 [0.4, 1.6], significant (paired bootstrap over test sentences)."
+    )
+    rnd = found[("upos", "random-elmo")]
+    assert (rnd.layer, rnd.runner_up, rnd.margin, rnd.significant) == ("0", "1", None, None)
+    assert found[("wsd-1nn", "elmo")].beaten_by == ()
+
+
+def test_verdict_says_when_baselines_beat_every_layer_and_honours_lower_is_better(monkeypatch):
+    wsd = pd.DataFrame(
+        [
+            row("wsd", "elmo", "1", "f1", 0.60, 0.58, 0.62, dataset="se07"),
+            row("wsd", "elmo", "2", "f1", 0.62, 0.60, 0.64, dataset="se07"),
+            row("wsd", "elmo", "2", "best-layer-margin", 0.02, -0.01, 0.05, dataset="se07"),
+            row("wsd", "baseline", "most-frequent-sense", "f1", 0.65, 0.63, 0.67, dataset="se07"),
+            row("wsd", "baseline", "wn-first-sense", "f1", 0.64, 0.62, 0.66, dataset="se07"),
+        ]
+    )
+    (f,) = verdict(wsd)
+    assert (f.layer, f.significant) == ("2", False)
+    assert [b for b, _ in f.beaten_by] == ["most-frequent-sense", "wn-first-sense"]
+    assert f.sentence().endswith(
+        "not significant (paired bootstrap over test sentences). Every layer is below the baselines "
+        "most-frequent-sense (65.0), wn-first-sense (64.0)."
+    )
+    # a headline where lower is better: the best layer is the lowest, and a baseline beats it by being lower
+    monkeypatch.setitem(METRICS, "bits", Metric("bits", "bits per token", higher_is_better=False, headline_for=("lm",)))
+    lm = pd.DataFrame(
+        [
+            row("lm", "elmo", "0", "bits", 9.0),
+            row("lm", "elmo", "1", "bits", 5.0),
+            row("lm", "elmo", "2", "bits", 6.0),
+            row("lm", "baseline", "unigram", "bits", 11.0),
+        ]
+    )
+    (f,) = verdict(lm)
+    assert (f.layer, f.runner_up, f.beaten_by) == ("1", "2", ())
+    (f,) = verdict(lm.assign(value=lm["value"].where(lm["layer"] != "unigram", 4.0)))
+    assert f.beaten_by == (("unigram", 4.0),)
+
+
+def test_report_answers_first_and_collapses_provenance(report):
+    """Verdict, then the summary (compact, details behind <details>), figures, results; provenance collapsed."""
+    _, text = report
+    order = [text.index(s) for s in ('id="verdict"', 'id="summary"', 'id="figures"', 'id="results"', 'id="provenance"')]
+    assert order == sorted(order)
+    verdict_part = text[order[0] : order[1]]
+    assert "Best single layer</strong> (elmo): upos: 1, wsd-1nn: 1." in verdict_part
+    assert "runner-up layer 2 (95.0), difference 1.0 [0.4, 1.6], significant" in verdict_part
+    summary_part = text[order[1] : order[2]]
+    assert summary_part.count("<table>") == 2 and summary_part.index("<table>") < summary_part.index("<details>")
+    provenance_part = text[order[4] :]
+    assert provenance_part.index("<details>") < provenance_part.index(MODEL_FP)
 
 
 def test_provenance_and_malicious_text_are_escaped(report):
@@ -250,14 +334,9 @@ def test_ink_fraction_tells_blank_from_drawn(tmp_path):
     assert render.ink_fraction(tmp_path / "drawn.png") == (0.01, 2)
 
 
-chromium = pytest.mark.skipif(
-    render.find_chromium() is None, reason="Chromium not installed (Debian: apt-get install chromium)"
-)
-
-
 @pytest.mark.slow
-@chromium
 def test_chromium_renders_report(report, tmp_path):
+    browser.require()
     path, _ = report
     shot = tmp_path / "shot.png"
     assert render.main([str(path), "--out", str(shot), "--window-size", "1024,1600"]) == 0
@@ -267,8 +346,34 @@ def test_chromium_renders_report(report, tmp_path):
 
 
 @pytest.mark.slow
-@chromium
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_no_horizontal_scroll_at_laptop_and_phone_width(tmp_path, figure_files, width, height):
+    """112-character store paths, a long dataset name and a long neighbour list wrap (tables scroll in their
+    own box): the page's scrollWidth equals the viewport's width at 1280 and at 390 px."""
+    from playwright.sync_api import sync_playwright
+
+    exe = browser.require()
+    store = "/home/student/.cache/probing/store/" + "0f3a9c" * 12 + "/layers"
+    assert len(store) >= 112
+    results = make_results().assign(dataset=lambda d: d["dataset"].where(d["task"] != "upos", "ud-ewt-" + "x" * 60))
+    prov = {**PROVENANCE, "stores": [store, store.replace("0f", "1e")], "command": "probing run " + store}
+    words = pd.DataFrame({"source": ["biLM"], "nearest neighbours": [", ".join(["playing"] * 40) + store]})
+    path = write_report(tmp_path, results, prov, figures=figure_files, tables={"neighbours": words})
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = chrome.new_page(viewport={"width": width, "height": height})
+            page.goto(path.as_uri())
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            scroll, inner = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        finally:
+            chrome.close()
+    assert scroll <= inner == width
+
+
+@pytest.mark.slow
 def test_chromium_check_fails_on_blank_page(tmp_path):
+    browser.require()
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body></body></html>", encoding="utf-8")
     assert render.main([str(blank), "--out", str(tmp_path / "shot.png"), "--window-size", "400,300"]) == 1

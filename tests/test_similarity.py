@@ -100,6 +100,34 @@ def ref_pwcca(X, Y):
     return np.sum(alpha * rho) / alpha.sum()
 
 
+def svcca_pwcca(X, Y):
+    """Straightforward port of google/svcca's ``compute_pwcca(X.T, Y.T)`` (its first branch, d_x <= d_y; tokens
+    in rows here): covariances, ``Sxx^-1/2 Sxy Syy^-1/2`` with ``pinv`` and an eigendecomposition square root,
+    its full SVD, the directions ``Xc u_i + mean_i`` (no whitening; the mean of neuron i added to column i),
+    their QR, and weights ``sum_j |<p_i, x_j>|`` over the *uncentred* neurons x_j."""
+    assert X.shape[1] <= Y.shape[1]
+    n = len(X)
+    Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+
+    def inv_sqrt(s):
+        w, v = np.linalg.eigh(np.linalg.pinv(s))
+        return (v * np.sqrt(w)) @ v.T
+
+    arr = inv_sqrt(Xc.T @ Xc / (n - 1)) @ (Xc.T @ Yc / (n - 1)) @ inv_sqrt(Yc.T @ Yc / (n - 1))
+    u, rho, _ = np.linalg.svd(arr)
+    p, _ = np.linalg.qr(Xc @ u + X.mean(0))
+    weights = np.abs(p.T @ X).sum(axis=1)
+    return np.sum(weights * np.abs(rho)) / weights.sum()
+
+
+def anisotropic(n, dx, dy, seed):
+    """Features on scales spread over e^+-3 with offsets, Y a noisy mix of X: weights far from uniform."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, dx)) * np.exp(rng.normal(0, 1.5, dx)) + rng.normal(0, 3, dx)
+    Y = X[:, : min(dx, dy)] @ rng.standard_normal((min(dx, dy), dy)) * 0.3
+    return X, Y + rng.standard_normal((n, dy)) * np.exp(rng.normal(0, 1.5, dy)) + 1.0
+
+
 def correlated(n, dx, dy, seed, rank_y=None):
     """Y = a noisy linear map of X's first features, features with unequal scales and offsets."""
     rng = np.random.default_rng(seed)
@@ -125,9 +153,25 @@ def test_cca_family_matches_qr_references():
     # keep=0.9 must actually drop directions here, or the two svcca checks test the same thing
     s = np.linalg.svd(X - X.mean(0), compute_uv=False) ** 2
     assert np.argmax(np.cumsum(s) / s.sum() >= 0.9) + 1 < X.shape[1]
-    assert pwcca(X, Y) == pytest.approx(ref_pwcca(X, Y), rel=1e-9)
-    assert pwcca(Y, X) == pytest.approx(ref_pwcca(Y, X), rel=1e-9)
-    assert pwcca(X, Y) != pytest.approx(pwcca(Y, X), rel=1e-6)  # weighted by the first argument
+    assert pwcca(X, Y, reference=False) == pytest.approx(ref_pwcca(X, Y), rel=1e-9)
+    assert pwcca(Y, X, reference=False) == pytest.approx(ref_pwcca(Y, X), rel=1e-9)
+    assert pwcca(X, Y, reference=False) != pytest.approx(pwcca(Y, X, reference=False), rel=1e-6)  # X weighted
+
+
+@pytest.mark.parametrize("n, dx, dy", [(3000, 40, 40), (2000, 16, 24), (800, 3, 9), (2000, 24, 16)])
+def test_pwcca_reference_reproduces_google_svcca(n, dx, dy):
+    """reference=True is compute_pwcca to 1e-6 (here ~1e-12); google's code weights the narrower side (X on a
+    tie: its d_x > d_y branch fails on an index error, so Y's weighting is what it means); the paper's
+    weighting gives another value on these anisotropic, uncentred inputs, and on centred ones."""
+    X, Y = anisotropic(n, dx, dy, seed=dx + dy)
+    want = svcca_pwcca(X, Y) if dx <= dy else svcca_pwcca(Y, X)
+    assert pwcca(X, Y) == pytest.approx(want, abs=1e-6)
+    assert pwcca(X, Y, reference=True) == pwcca(X, Y)  # the default
+    assert abs(pwcca(X, Y, reference=False) - want) > 0.01
+    Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+    if dx == dy:
+        assert pwcca(Xc, Yc) == pytest.approx(svcca_pwcca(Xc, Yc), abs=1e-6)
+        assert abs(pwcca(Xc, Yc, reference=False) - svcca_pwcca(Xc, Yc)) > 0.01
 
 
 def test_rank_deficient_input_uses_its_rank():
@@ -135,7 +179,7 @@ def test_rank_deficient_input_uses_its_rank():
     X, Y = correlated(300, 5, 6, seed=3)
     Xd = np.column_stack([X, X[:, 0], np.zeros(len(X))])
     assert cca(Xd, Y) == pytest.approx(cca(X, Y), rel=1e-8)
-    assert pwcca(Y, Xd) == pytest.approx(pwcca(Y, X), rel=1e-8)
+    assert pwcca(Y, Xd, reference=False) == pytest.approx(pwcca(Y, X, reference=False), rel=1e-8)
 
 
 def test_invariances():
@@ -153,7 +197,7 @@ def test_invariances():
         if f is svcca:  # SVD truncation is not affine-invariant; keep=1 keeps every direction
             assert svcca(X @ A + 1.0, Y @ A.T, keep=1.0) == pytest.approx(svcca(X, Y, keep=1.0), rel=1e-8)
         elif f is pwcca:  # the weights depend on X's basis; invertible maps of Y leave it unchanged
-            assert pwcca(X, Y @ A + 1.0) == pytest.approx(pwcca(X, Y), rel=1e-8)
+            assert pwcca(X, Y @ A + 1.0, reference=False) == pytest.approx(pwcca(X, Y, reference=False), rel=1e-8)
         else:
             assert cca(X @ A + 1.0, Y @ A.T) == pytest.approx(cca(X, Y), rel=1e-8)
 
@@ -163,6 +207,7 @@ def test_identical_and_independent_inputs():
     assert cka(X, X) == pytest.approx(1.0)
     assert cca(X, X) == pytest.approx(1.0)
     assert pwcca(X, 2 * X) == pytest.approx(1.0)
+    assert pwcca(X, 2 * X, reference=False) == pytest.approx(1.0)
     Z = np.random.default_rng(7).standard_normal((2000, 6))
     # independent data: E[rho^2] ~ d/n per pair, so R^2_CCA ~ 6/2000
     assert cca(X, Z) < 0.02
@@ -194,12 +239,12 @@ def test_layer_similarity_table_on_arrays():
     Z = np.random.default_rng(9).standard_normal((1000, 3))
     frame = layer_similarity(
         {"elmo": {"0": X, "1": Y}, "glove": Z},
-        measures=("linear_cka", "pwcca", "rbf_cka"),
+        measures=("linear_cka", "pwcca", "pwcca_paper", "rbf_cka"),
         max_tokens=300,
         seed=3,
     )
     assert list(frame.columns) == SIMILARITY_COLUMNS
-    assert len(frame) == 3 * 9  # 3 layers -> 9 ordered pairs, per measure
+    assert len(frame) == 4 * 9  # 3 layers -> 9 ordered pairs, per measure
     assert (frame.n_tokens == 300).all()
     rows = np.sort(np.random.default_rng(3).choice(1000, size=300, replace=False))
 
@@ -219,6 +264,10 @@ def test_layer_similarity_table_on_arrays():
     assert value("linear_cka", "elmo", "1", "elmo", "1") == pytest.approx(1.0)
     assert value("pwcca", "elmo", "0", "elmo", "1") == pytest.approx(pwcca(X[rows], Y[rows]), rel=1e-12)
     assert value("pwcca", "elmo", "1", "elmo", "0") == pytest.approx(pwcca(Y[rows], X[rows]), rel=1e-12)
+    assert value("pwcca", "elmo", "0", "elmo", "1") == pytest.approx(svcca_pwcca(Y[rows], X[rows]), abs=1e-6)
+    paper = pwcca(X[rows], Y[rows], reference=False)
+    assert value("pwcca_paper", "elmo", "0", "elmo", "1") == pytest.approx(paper, rel=1e-12)
+    assert value("pwcca_paper", "elmo", "1", "elmo", "0") == pytest.approx(ref_pwcca(Y[rows], X[rows]), rel=1e-9)
     rbf = cka(Y[rows], Z[rows], kernel="rbf")
     assert (
         value("rbf_cka", "elmo", "1", "glove", "0") == value("rbf_cka", "glove", "0", "elmo", "1") == pytest.approx(rbf)

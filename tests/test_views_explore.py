@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import pytest
 from probing.probes.stats import bootstrap_ci
 from probing.views.neighbors import cosine_topk
 from probing.views.senses import chance_agreement, lemma_rows, nn_correct, sense_separation
+from tests import browser
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN_COLUMNS = ["sentence_id", "doc_id", "position", "word", "upos", "xpos", "lemma", "sense", "instance_id", "oov"]
@@ -208,7 +209,9 @@ def built(tmp_path_factory):
     os.environ["PROBING_CACHE"] = str(cache)
     try:
         glove = Vectors.from_file(ROOT / "tests" / "fixtures" / "glove" / "tiny.glove.txt", progress=False)
-        ex = explore(make_store(), ["play", "bank"], method="pca", glove=glove, k=3, n_boot=200)
+        ex = explore(
+            make_store(), ["play", "bank"], method="pca", glove=glove, k=3, n_boot=200, gloss=lambda key: f"gloss {key}"
+        )
     finally:
         if old is None:
             del os.environ["PROBING_CACHE"]
@@ -242,6 +245,27 @@ def test_explorer_points_scores_and_neighbours(built):
     game = int(np.flatnonzero(p["sense"] == "play%1:04:00::")[0])
     assert (p["sense"].to_numpy()[ids[game]] == "play%1:04:00::").all() and (np.diff(cos[game]) <= 0).all()
     assert ex.settings["seed"] == 0 and ex.settings["n_shown"] == 50
+    # layer 0 and GloVe: one vector per word form, so 30 "play" rows and 20 "bank" rows share one each; the
+    # neighbour lists skip the ties (the page names them) and give the nearest distinct vectors
+    for panel in ("0",):
+        assert sorted(p.groupby(f"rep_{panel}").size().tolist()) == [20, 30]
+        assert (p[f"x_{panel}"].groupby(p[f"rep_{panel}"]).nunique() == 1).all()
+    assert (p["dup_1"] == 1).all() and (p["rep_1"] == np.arange(50)).all()
+    ids0, cos0 = ex.neighbours["0"]
+    bank = int(np.flatnonzero(p["lemma"] == "bank")[0])
+    assert (ids0[p["lemma"] == "play", 0] == bank).all() and (ids0[:, 1:] == -1).all()
+
+
+def test_identical_vectors_group_and_panels_wrap_to_the_width():
+    """Rows 0, 2, 4 share a vector, 1 and 3 another; NaN rows stay alone. 1240 px holds four 288 px panels
+    (1240 - 40 toolbar - 16 margin = 1184 = 4 x 296); a 980 px notebook column three of 300 px, wrapped."""
+    from probing.views.explorer import _columns, identical_groups
+
+    a, b = [1.0, 2.0], [0.5, -1.0]
+    x = np.array([a, b, a, b, a, [np.nan, 0.0], [np.nan, 0.0], [3.0, 3.0]])
+    rep, count = identical_groups(x)
+    assert rep.tolist() == [0, 1, 0, 1, 0, 5, 6, 7] and count.tolist() == [3, 2, 3, 2, 3, 1, 1, 1]
+    assert _columns(1240, 4) == (4, 288) and _columns(980, 4) == (3, 300) and _columns(400, 4) == (1, 336)
 
 
 @needs_bokeh
@@ -294,16 +318,6 @@ def test_missing_extra_names_the_pip_command(monkeypatch):
 # -- in a real browser ------------------------------------------------------------------------------
 
 
-def _browser_reason() -> str | None:
-    if not HAS_BOKEH:
-        return "the explore extra (bokeh) is not installed"
-    if importlib.util.find_spec("playwright") is None:
-        return "playwright is not installed (pip install 'elmo-probing[dev]')"
-    if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
-        return "no Chromium on PATH (apt-get install -y chromium)"
-    return None
-
-
 def _shot_module():
     spec = importlib.util.spec_from_file_location("screenshot_explorer", ROOT / "scripts" / "screenshot_explorer.py")
     mod = importlib.util.module_from_spec(spec)
@@ -311,24 +325,39 @@ def _shot_module():
     return mod
 
 
+MODEL_JS = """(name) => [...Bokeh.documents[0].all_models].find(m => { try { return m.name === name } catch (e) {
+  return false } })"""
+
+
+def model(page, name: str, attribute: str):
+    """An attribute of the Bokeh model called ``name`` (e.g. a Div's text, a source's data), as the page has it."""
+    return page.evaluate(f"([n, a]) => ({MODEL_JS})(n)[a]", [name, attribute])
+
+
+@pytest.fixture(scope="module")
+def chrome(built):
+    """One headless Chromium for the browser tests of this module (skips without it; fails with CI=true)."""
+    exe = browser.require(bokeh=True)
+    from playwright.sync_api import sync_playwright
+
+    shot = _shot_module()
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=exe, args=shot.CHROMIUM_ARGS)
+        yield shot, instance
+        instance.close()
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(_browser_reason() is not None, reason=str(_browser_reason()))
-def test_browser_hover_search_export_offline(built):
+def test_browser_hover_search_export_offline(built, chrome):
     """Offline Chromium: no request leaves the page; hovering the most isolated point of layer 2 shows
     its sentence; searching "bank" highlights the 20 "bank" points; a box selection exported as CSV
     holds exactly the selected occurrences."""
-    from playwright.sync_api import sync_playwright
-
     ex, path = built
-    shot = _shot_module()
+    shot, browser = chrome
     p = ex.points
-    xy = p[["x_2", "y_2"]].to_numpy()
-    span = xy.max(axis=0) - xy.min(axis=0)
-    d = np.linalg.norm((xy[:, None] - xy[None]) / span, axis=2) + np.eye(len(xy)) * 9
-    lonely = int(d.min(axis=1).argmax())
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shot.find_chromium(), args=shot.CHROMIUM_ARGS)
-        try:
+    lonely = _lonely(p, "2")
+    if True:
+        if True:
             page, requests = shot.open_page(browser, path)
             page.mouse.move(*shot.point_xy(page, "2", lonely))
             tip = page.locator(".tip-sentence").first
@@ -375,8 +404,168 @@ def test_browser_hover_search_export_offline(built):
             leaky.write_text(head + '<img src="http://example.invalid/x.png"></body>' + tail, encoding="utf-8")
             _, leaked = shot.open_page(browser, leaky)
             assert any("example.invalid" in u for u in leaked)
+
+
+def _lonely(p: pd.DataFrame, panel: str) -> int:
+    """The point of ``panel`` farthest from its nearest other point (hovering it hits it alone)."""
+    xy = p[[f"x_{panel}", f"y_{panel}"]].to_numpy()
+    span = xy.max(axis=0) - xy.min(axis=0)
+    d = np.linalg.norm((xy[:, None] - xy[None]) / span, axis=2) + np.eye(len(xy)) * 9
+    return int(d.min(axis=1).argmax())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [None, 1000])
+def test_browser_layout_fits_laptop_and_notebook_and_wheel_zooms(built, chrome, tmp_path, width):
+    """At 1280x800 (the default page) and in a 1000 px notebook column (width=1000): every panel and the
+    toolbar lie inside the viewport, nothing scrolls sideways; the wheel zooms without picking the tool;
+    each panel's range fits its points."""
+    from probing.views.explorer import explore
+
+    ex, path = built
+    shot, browser = chrome
+    viewport = 1280 if width is None else width
+    if width is not None:
+        os.environ["PROBING_CACHE"] = str(tmp_path)
+        try:
+            ex = explore(make_store(), ["play", "bank"], method="pca", k=3, n_boot=20, width=width)
         finally:
-            browser.close()
+            del os.environ["PROBING_CACHE"]
+        path = ex.save(tmp_path / "narrow.html")
+    page, _ = shot.open_page(browser, path)
+    page.set_viewport_size({"width": viewport, "height": 800})
+    page.wait_for_timeout(300)
+    scroll = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert scroll[0] <= scroll[1] == viewport
+    toolbar = page.evaluate(
+        "() => { const tb = [...Bokeh.documents[0].all_models].find(m => m.type === 'Toolbar');"
+        " const r = [...Bokeh.index.find_by_id(tb.id)][0].el.getBoundingClientRect(); return [r.left, r.right] }"
+    )
+    assert 0 <= toolbar[0] < toolbar[1] <= viewport
+    for name in ex.panels:
+        left, top, right, bottom = shot.frame_box(page, name)
+        assert 0 <= left < right <= viewport, (name, left, right)
+        xs = [shot.point_xy(page, name, i)[0] for i in range(len(ex.points))]
+        assert left <= min(xs) and max(xs) <= right, f"panel {name}: points outside the map"
+    x0 = page.evaluate(f"() => ({MODEL_JS})('panel_1').x_range.start")
+    left, top, right, bottom = shot.frame_box(page, "1")
+    page.mouse.move((left + right) / 2, (top + bottom) / 2)
+    page.mouse.wheel(0, -300)
+    page.wait_for_timeout(300)
+    assert page.evaluate(f"() => ({MODEL_JS})('panel_1').x_range.start") > x0, "the wheel did not zoom in"
+
+
+@pytest.mark.slow
+def test_browser_hover_lines_and_collapsed_identical_vectors(built, chrome):
+    """Hover: the sentence, "lemma · POS · word", "sense gloss" and "layer · doc · corpus" lines. At layer
+    0 every "play" occurrence has one vector: one point, whose hover says so and lists a few sentences."""
+    ex, path = built
+    shot, browser = chrome
+    p = ex.points
+    page, _ = shot.open_page(browser, path)
+    i = _lonely(p, "2")
+    page.mouse.move(*shot.point_xy(page, "2", i))
+    tip = page.locator(".tip").first
+    tip.wait_for(state="visible", timeout=10000)
+    lines = [line.strip() for line in tip.inner_text().splitlines() if line.strip()]
+    r = p.iloc[i]
+    assert lines == [
+        r["sentence"].replace("[", "").replace("]", ""),
+        f"{r['lemma']} · {r['upos']} · {r['word']}",
+        f"{r['sense']} gloss {r['sense']}",
+        f"layer 2 · {r['doc_id']} · {r['corpus']}",
+    ]
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(200)
+    play = int(np.flatnonzero((p["lemma"] == "play").to_numpy())[0])
+    assert p["rep_0"].iat[play] == play and p["dup_0"].iat[play] == 30
+    page.mouse.move(*shot.point_xy(page, "0", play))
+    dup = page.locator(".tip-dup").first
+    dup.wait_for(state="visible", timeout=10000)
+    assert dup.inner_text().startswith("30 occurrences of 'play' (identical at this layer)")
+    assert "... and 22 more" in dup.inner_text()
+    assert page.locator(".tip").count() == 1, "the 29 identical occurrences are not drawn under it"
+
+
+@pytest.mark.slow
+def test_browser_click_lists_neighbours_and_rings_them(built, chrome):
+    """A click writes the k nearest occurrences (the store's cosines, in order) and rings the point and its
+    neighbours in every panel; at layer 0 the list names the 29 ties and then the distinct vectors."""
+    ex, path = built
+    shot, browser = chrome
+    p = ex.points
+    page, _ = shot.open_page(browser, path)
+    i = _lonely(p, "2")
+    page.mouse.click(*shot.point_xy(page, "2", i))
+    page.wait_for_timeout(300)
+    text = model(page, "knn_out", "text")
+    ids, cos = ex.neighbours["2"]
+    assert "3 nearest occurrences at layer 2" in text
+    for j, c in zip(ids[i], cos[i]):
+        assert f"<td>{c:.3f}</td><td>{p['sentence_html'].iat[j]}" in text
+    marks = model(page, "marks", "data")
+    assert marks["kind"] == ["query", "neighbour", "neighbour", "neighbour"]
+    for panel in ex.panels:
+        want = [p[f"x_{panel}"].iat[j] for j in [i, *ids[i]]]
+        assert np.allclose(np.asarray(marks[f"x_{panel}"], dtype=float), want, equal_nan=True)
+    play = int(np.flatnonzero((p["lemma"] == "play").to_numpy())[0])
+    page.mouse.click(*shot.point_xy(page, "0", play))
+    page.wait_for_timeout(300)
+    text = model(page, "knn_out", "text")
+    assert "29 occurrences at cosine 1.000: identical vectors" in text
+    bank = int(np.flatnonzero((p["lemma"] == "bank").to_numpy())[0])
+    assert "1 nearest distinct vectors at layer 0" in text and "(20 identical occurrences)" in text
+    assert ex.neighbours["0"][0][play].tolist() == [bank, -1, -1]
+
+
+@pytest.mark.slow
+def test_browser_colour_by_recolours_points_and_legend(built, chrome):
+    ex, path = built
+    shot, browser = chrome
+    page, _ = shot.open_page(browser, path)
+    assert model(page, "legend", "text") == ex.legends["sense"]
+    for mode in ("pos", "form", "sense"):
+        page.locator("select").first.select_option(mode)
+        page.wait_for_timeout(200)
+        assert model(page, "occurrences", "data")["color"] == ex.points[f"c_{mode}"].tolist()
+        assert model(page, "legend", "text") == ex.legends[mode]
+
+
+@pytest.mark.slow
+def test_browser_box_and_lasso_select_across_panels_with_count(built, chrome):
+    """A box over the left half of layer 1, then a lasso triangle: the selection is exactly the points
+    inside (from their pixel positions), shared by every panel, and the count text says how many."""
+    from matplotlib.path import Path as Polygon
+
+    ex, path = built
+    shot, browser = chrome
+    p = ex.points
+    page, _ = shot.open_page(browser, path)
+    left, top, right, bottom = shot.frame_box(page, "1")
+    xy = np.array([shot.point_xy(page, "1", i) for i in range(len(p))])
+    page.mouse.move(left + 2, top + 2)
+    page.mouse.down()
+    page.mouse.move((left + right) / 2, bottom - 2, steps=8)
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    inside = np.flatnonzero((xy[:, 0] <= (left + right) / 2) & (xy[:, 1] <= bottom - 2))
+    selected = sorted(page.evaluate(f"() => ({MODEL_JS})('occurrences').selected.indices"))
+    assert selected == inside.tolist() and 0 < len(selected) < len(p)
+    assert model(page, "selection_info", "text") == f"<b>{len(selected)}</b> selected (in every panel)"
+
+    page.get_by_title("Lasso Select").first.click()
+    triangle = [(left + 2, top + 2), (right - 2, top + 2), (left + 2, bottom - 2)]
+    page.mouse.move(*triangle[0])
+    page.mouse.down()
+    for a, b in zip(triangle, triangle[1:] + triangle[:1]):
+        for t in np.linspace(0, 1, 12)[1:]:
+            page.mouse.move(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]))
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    lasso = sorted(page.evaluate(f"() => ({MODEL_JS})('occurrences').selected.indices"))
+    want = np.flatnonzero(Polygon(triangle).contains_points(xy)).tolist()
+    assert lasso == want and 0 < len(lasso) < len(p) and lasso != selected
+    assert model(page, "selection_info", "text") == f"<b>{len(lasso)}</b> selected (in every panel)"
 
 
 @needs_bokeh

@@ -58,7 +58,7 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     [similarity]                 # optional: layer-similarity map, written as similarity.csv
     dataset = "demo-ud:dev"      # the tokens every encoder's layers are compared on
     encoders = ["elmo", "glove"] # default: all encoders
-    measures = ["linear_cka", "debiased_cka", "svcca", "pwcca"]   # also rbf_cka, cca
+    measures = ["linear_cka", "debiased_cka", "svcca", "pwcca"]   # also rbf_cka, cca, pwcca_paper
     max_tokens = 20000           # tokens drawn with seed (all when fewer)
     seed = 0                     # default: the first of [experiment] seeds
 

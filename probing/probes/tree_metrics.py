@@ -3,7 +3,8 @@ gold head arrays (:mod:`probing.probes.trees`).
 
 Metrics, as the paper and its reporter define them:
 
-* UUAS: minimum spanning tree of the predicted distances over the non-punctuation words, against
+* UUAS: minimum spanning tree of the predicted distances over the non-punctuation words (on an
+  asymmetric matrix, words i and j are at ``min(d_ij, d_ji)``, as the reference sorts all ordered pairs), against
   the minimum spanning tree of the gold distances over the same words (the gold arcs whenever
   punctuation only hangs off the tree, as in UD and the Stanford Dependencies the paper used);
   undirected edges, correct edges / gold edges pooled over the corpus.

@@ -72,8 +72,11 @@ def punctuation_mask(upos: Sequence[str] | None = None, xpos: Sequence[str] | No
 def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None = None) -> list[tuple[int, int]]:
     """Edges (i < j, 0-based) of a minimum spanning tree over the non-punctuation words.
 
-    Kruskal's algorithm over the pairs in row-major order, stably sorted by distance, so ties go to
-    the earlier pair (as in the reference implementation). ``distances`` is (n, n).
+    Kruskal's algorithm as in the reference implementation (``prims_matrix_to_edges`` of Hewitt & Manning's
+    ``reporter.py``): every ordered pair (i, j), i != j, in row-major order, stably sorted by
+    ``distances[i, j]``. An asymmetric matrix (a user's predictions, e.g. from a non-PSD bilinear probe)
+    therefore links i and j at ``min(d_ij, d_ji)``, and ties go to the pair whose smaller entry comes
+    first in row-major order. ``distances`` is (n, n).
     """
     d = np.asarray(distances, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
@@ -87,7 +90,9 @@ def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None =
     i, j = np.meshgrid(words, words, indexing="ij")
     upper = i < j
     i, j = i[upper], j[upper]
-    order = np.argsort(d[i, j], kind="stable")
+    forward = d[i, j] <= d[j, i]  # the entry the reference meets first among the pair's two
+    n = len(d)
+    order = np.lexsort((np.where(forward, i * n + j, j * n + i), np.where(forward, d[i, j], d[j, i])))
     parent = list(range(len(d)))
 
     def find(x: int) -> int:

@@ -19,6 +19,7 @@ accuracy rows for the tokens inside and outside each vocabulary of :func:`defaul
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -103,6 +104,25 @@ def feature_labels(feature: str) -> LabelFn:
 
     labels.__name__ = f"{FEATS_PREFIX}{feature}"
     return labels
+
+
+def feature_names(tokens: pd.DataFrame) -> list[str]:
+    """The FEATS feature names that occur in a token table (sorted; empty without a FEATS column)."""
+    if "feats" not in tokens.columns:
+        return []
+    pairs = tokens["feats"].fillna("").astype(str).str.split("|").explode()
+    return sorted({p.split("=", 1)[0] for p in pairs if "=" in p})
+
+
+def _absent_feature(label: str, tokens: pd.DataFrame) -> str:
+    """The error text for a ``feats:X`` label that no training token has: the features the corpus has, the
+    closest first."""
+    have = feature_names(tokens)
+    close = difflib.get_close_matches(label[len(FEATS_PREFIX) :], have, n=1, cutoff=0.6)
+    hint = f" (did you mean {FEATS_PREFIX}{close[0]}?)" if close else ""
+    return f"no training token has the feature {label[len(FEATS_PREFIX) :]!r}{hint}; the corpus has " + (
+        ", ".join(have) or "no FEATS"
+    )
 
 
 def label_function(label: str) -> LabelFn:
@@ -324,6 +344,9 @@ def tagging_probes(
         raise TaskError(f"task {task!r}: no test data")
     layer_names = check_layers(task, encoder, [train] + ([dev] if dev else []) + tests)
     tr, dv = train_dev(train, dev, labels, task)
+    name = getattr(labels, "__name__", "")
+    if name.startswith(FEATS_PREFIX) and (tr.y == NO_FEATURE).all():
+        raise TaskError(f"task {task!r}: label {name}: {_absent_feature(name, train.store.tokens)}")
     if len(np.unique(tr.y)) < 2:
         raise TaskError(
             f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "

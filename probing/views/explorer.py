@@ -40,6 +40,8 @@ Gloss = Callable[[str], str]
 COLOUR_BY = ("sense", "pos", "form", "corpus")
 PROJECTION_VERSION = 2  # bump when embed_2d's output changes for a reason its code does not show
 GLOVE_PANEL = "GloVe"
+PAGE_WIDTH, NOTEBOOK_WIDTH, MIN_WIDTH = 1240, 980, 360  # CSS px: a 1280 px screen, a notebook column, a phone
+_PANEL_MAX, _PANEL_MIN, _TOOLBAR = 340, 280, 40
 
 
 class MissingExtraError(ProbingError, ImportError):
@@ -186,9 +188,38 @@ def knn_cosine(
         order = np.argsort(-sims, axis=1, kind="stable")[:, :k]  # stable: ties keep the lower index first
         best = np.take_along_axis(sims, order, axis=1)
         ok = np.isfinite(best) & valid[start:stop, None]
-        ids[start:stop] = np.where(ok, order, -1)
-        sims_out[start:stop] = np.where(ok, best, np.nan)
+        ids[start:stop, : order.shape[1]] = np.where(ok, order, -1)  # fewer than k other rows: padded
+        sims_out[start:stop, : order.shape[1]] = np.where(ok, best, np.nan)
     return ids, sims_out
+
+
+def identical_groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For (n, dim) vectors: ``rep`` (n,) int64, the first row with the same vector (a row with a non-finite
+    vector is its own group), and ``count`` (n,) int64, the size of each row's group."""
+    n = len(x)
+    rep = np.arange(n, dtype=np.int64)
+    ok = np.all(np.isfinite(x), axis=1)
+    if ok.sum() > 1:
+        rows = np.flatnonzero(ok)
+        _, first, inverse = np.unique(np.ascontiguousarray(x[ok]), axis=0, return_index=True, return_inverse=True)
+        rep[rows] = rows[first[inverse.ravel()]]
+    count = np.bincount(rep, minlength=n)[rep]
+    return rep, count.astype(np.int64)
+
+
+def _distinct_neighbours(
+    x: np.ndarray, rep: np.ndarray, count: np.ndarray, k: int, groups: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_cosine` where all vectors differ; else the ``k`` nearest distinct vectors of each row's
+    group (their representative rows), searched among the representatives, so ties at cosine 1 do not
+    fill the list (the page names them instead)."""
+    if (count == 1).all():
+        return knn_cosine(x, k, groups=groups)
+    reps = np.flatnonzero(rep == np.arange(len(rep)))
+    ids, cos = knn_cosine(x[reps], k, groups=groups[reps])
+    ids = np.where(ids >= 0, reps[np.maximum(ids, 0)], -1)
+    where = np.searchsorted(reps, rep)
+    return ids[where], cos[where]
 
 
 def _sentence_html(words: np.ndarray, position: int) -> tuple[str, str]:
@@ -297,14 +328,19 @@ class Explorer:
     settings: dict[str, Any]
     legends: dict[str, str] = field(default_factory=dict)
     title: str = "Occurrence explorer"
-    _html: str | None = field(default=None, repr=False)
+    width: int | None = None
+    _html: dict[int, str] = field(default_factory=dict, repr=False)
+
+    def page(self, width: int) -> str:
+        """The whole page laid out for ``width`` CSS pixels: one HTML document with all JavaScript inlined."""
+        if width not in self._html:
+            self._html[width] = _render(self, width)
+        return self._html[width]
 
     @property
     def html(self) -> str:
-        """The whole page: one HTML document with every byte of JavaScript inlined."""
-        if self._html is None:
-            self._html = _render(self)
-        return self._html
+        """The saved page (laid out for ``width``, default :data:`PAGE_WIDTH`)."""
+        return self.page(self.width or PAGE_WIDTH)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the page to ``path`` (atomically) and return the path."""
@@ -315,9 +351,11 @@ class Explorer:
 
     def _repr_html_(self) -> str:
         # an iframe keeps the page's Bokeh apart from any other Bokeh the notebook has loaded
-        height = 1150 if len(self.panels) <= 4 else 1500
+        width = self.width or NOTEBOOK_WIDTH
+        rows = -(-len(self.panels) // _columns(width, len(self.panels))[0])
+        height = 800 + rows * 360
         return (
-            f'<iframe srcdoc="{html.escape(self.html, quote=True)}" '
+            f'<iframe srcdoc="{html.escape(self.page(width), quote=True)}" '
             f'style="width:100%;height:{height}px;border:0" title="{html.escape(self.title)}"></iframe>'
         )
 
@@ -343,6 +381,7 @@ def explore(
     n_boot: int = 1000,
     cache: bool = True,
     title: str | None = None,
+    width: int | None = None,
 ) -> Explorer:
     """Build the explorer for occurrences in ``store`` (a Store, or a list of stores of one encoder).
 
@@ -353,9 +392,18 @@ def explore(
     with ``seed``. One panel per layer in ``layers`` (default: all), plus a GloVe panel (type vectors
     of each occurrence's word) when ``glove`` is given. ``gloss(key)`` adds short WordNet glosses.
     ``k`` nearest occurrences per point and panel; ``method`` "umap" (cosine, seed ``seed``) or "pca";
-    ``color`` is the initial colouring (sense, pos, form, corpus).
+    ``color`` is the initial colouring (sense, pos, form, corpus). ``width``: the page's width in CSS pixels;
+    panels wrap into rows to fit it (default: 1240 for the saved page, a 1280 px screen; 980 inline in
+    Jupyter, a notebook's output column).
+
+    Occurrences whose vectors are identical in a panel (every occurrence of a word form at layer 0 and in
+    GloVe) are drawn there as one point sized by their count (columns ``dup_<panel>``: the count,
+    ``rep_<panel>``: the row drawn for the group); their neighbour lists name the ties and then list the
+    nearest *distinct* vectors.
     """
     _bokeh()
+    if width is not None and (not isinstance(width, int) or width < MIN_WIDTH):
+        raise InputError(f"width must be an int of at least {MIN_WIDTH} (CSS pixels), got {width!r}")
     if color not in COLOUR_BY:
         raise InputError(f"color must be one of {', '.join(COLOUR_BY)}, got {color!r}")
     if k < 1:
@@ -437,9 +485,12 @@ def explore(
             c, used = cached_projection(x[ok], pkey, method=method, seed=seed, cache=cache)
             coords[ok] = c
             used_methods[name] = used
+        rep, count = identical_groups(x)
+        coords = coords[rep]  # an identical vector has one honest position: its group's
         points[f"x_{name}"] = coords[:, 0]
         points[f"y_{name}"] = coords[:, 1]
-        neighbours[name] = knn_cosine(np.where(ok[:, None], x, 0.0), k, groups=groups)
+        points[f"rep_{name}"], points[f"dup_{name}"] = rep, count
+        neighbours[name] = _distinct_neighbours(np.where(ok[:, None], x, 0.0), rep, count, k, groups)
     scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
     settings = {
         "n_shown": len(points),
@@ -454,7 +505,9 @@ def explore(
         "corpora": sorted(set(points["corpus"])),
         "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
     }
-    ex = Explorer(points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas))
+    ex = Explorer(
+        points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas), width=width
+    )
     ex.legends = _legends(points)
     return ex
 
@@ -508,7 +561,8 @@ mark{background:#ffe066;padding:0 2px}
 """
 
 _TOOLTIP = """
-<div style="max-width:430px;font-size:12px;white-space:normal">
+<div class="tip" style="max-width:430px;font-size:12px;white-space:normal">
+@DUP{safe}
 <div class="tip-sentence" style="margin-bottom:4px">@sentence_html{safe}</div>
 <div><b>@lemma</b> &middot; @upos &middot; @word</div>
 <div>@sense <i>@gloss</i></div>
@@ -528,7 +582,7 @@ _JS_SEARCH = """
 const q = search.value_input.trim().toLowerCase();
 const d = source.data;
 const n = d.form.length;
-const lw = new Array(n), alpha = new Array(n), size = new Array(n);
+const lw = new Array(n), alpha = new Array(n);
 let hits = 0;
 for (let i = 0; i < n; i++) {
   const hit = q !== '' && (d.form[i] === q || d.lemma_lc[i] === q);
@@ -536,16 +590,19 @@ for (let i = 0; i < n; i++) {
   d.hit[i] = hit ? 1 : 0;
   lw[i] = hit ? 2.0 : 0.0;
   alpha[i] = q === '' ? 0.75 : (hit ? 1.0 : 0.12);
-  size[i] = hit ? base_size * 1.6 : base_size;
 }
-d.line_width = lw; d.alpha = alpha; d.size = size;
+for (const p of panels) {
+  const base = d['bsize_' + p];
+  d['size_' + p] = Array.from(base, (b, i) => d.hit[i] ? b * 1.6 : b);
+}
+d.line_width = lw; d.alpha = alpha;
 source.change.emit();
 status.text = q === '' ? '' : `<b>${hits}</b> of ${n} occurrences match "${q.replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]))}"`;
 """
 
 _JS_TAP = """
 const d = source.data;
-const xs = d['x_' + panel], ys = d['y_' + panel];
+const xs = d['px_' + panel], ys = d['py_' + panel];
 const xr = plot.x_range, yr = plot.y_range;
 const sx = plot.inner_width / (xr.end - xr.start), sy = plot.inner_height / (yr.end - yr.start);
 let best = -1, bestd = 100;  // squared pixels: within 10 px
@@ -564,10 +621,18 @@ for (let j = 0; j < k; j++) {
 }
 const esc = s => String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
 const where = panel === 'GloVe' ? 'GloVe' : 'layer ' + panel;
-let h = `<div class="knn"><b>${k} nearest occurrences at ${esc(where)}</b> (cosine in the original space) of: `
-  + `${d.sentence_html[best]} <i>${esc(d.sense[best])} ${esc(d.gloss[best])}</i><table>`;
+const dup = d['dup_' + panel];
+const distinct = dup[best] > 1 ? ' distinct vectors' : ' occurrences';
+let h = `<div class="knn"><b>${ids.length} nearest${distinct} at ${esc(where)}</b> (cosine in the original space) of: `
+  + `${d.sentence_html[best]} <i>${esc(d.sense[best])} ${esc(d.gloss[best])}</i>`;
+if (dup[best] > 1) {
+  h += `<div class="ties"><b>${dup[best] - 1} occurrences at cosine 1.000: identical vectors</b> `
+    + `(every occurrence of this word form has the same vector at ${esc(where)})</div>`;
+}
+h += '<table>';
 ids.forEach((id, r) => {
-  h += `<tr><td>${r + 1}</td><td>${cos[r].toFixed(3)}</td><td>${d.sentence_html[id]}</td>`
+  const times = dup[id] > 1 ? ` <i>(${dup[id]} identical occurrences)</i>` : '';
+  h += `<tr><td>${r + 1}</td><td>${cos[r].toFixed(3)}</td><td>${d.sentence_html[id]}${times}</td>`
     + `<td>${esc(d.lemma[id])} ${esc(d.upos[id])}</td><td>${esc(d.sense[id])} <i>${esc(d.gloss[id])}</i></td></tr>`;
 });
 h += '</table></div>';
@@ -634,7 +699,44 @@ def _scores_html(ex: Explorer) -> str:
     )
 
 
-def _render(ex: Explorer) -> str:
+def _columns(width: int, n_panels: int) -> tuple[int, int]:
+    """(columns, panel size in px) so that the panels and the toolbar fit ``width``: as many columns as
+    keep a panel at least ``_PANEL_MIN`` px wide (at most ``_PANEL_MAX``), the rest wrapped into rows."""
+    usable = width - _TOOLBAR - 16
+    ncols = max(1, min(n_panels, usable // _PANEL_MIN))
+    return ncols, int(min(_PANEL_MAX, usable // ncols - 8))
+
+
+def _fit_range(values: np.ndarray, margin: float) -> tuple[float, float]:
+    """A panel axis range around its finite ``values``, padded by 6 % plus ``margin`` (the largest marker's
+    radius as a fraction of the panel) of their span on each side (a single value gets +-1)."""
+    v = values[np.isfinite(values)]
+    if not len(v):
+        return -1.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    pad = (0.06 + margin) / (1 - 2 * margin) * (hi - lo) if hi > lo else 1.0
+    return lo - pad, hi + pad
+
+
+def _duplicates_html(p: pd.DataFrame, name: str, limit: int = 8) -> list[str]:
+    """Per row: for the drawn row of a group of identical vectors, the hover's header and a short list of
+    its sentences; "" elsewhere."""
+    out = [""] * len(p)
+    rep, count = p[f"rep_{name}"].to_numpy(), p[f"dup_{name}"].to_numpy()
+    for r in np.unique(rep[count > 1]):
+        members = np.flatnonzero(rep == r)
+        forms = "', '".join(dict.fromkeys(p["word"].iloc[members]))
+        shown = "".join(f"<li>{p['sentence_html'].iat[i]}</li>" for i in members[:limit])
+        more = f"<li>... and {len(members) - limit} more</li>" if len(members) > limit else ""
+        out[r] = (
+            f"<div class='tip-dup'><b>{len(members)} occurrences of '{html.escape(forms)}' (identical at this "
+            f"layer)</b><ul style='margin:2px 0 4px 14px;padding:0;max-height:150px;overflow:hidden'>{shown}{more}"
+            "</ul></div>"
+        )
+    return out
+
+
+def _render(ex: Explorer, width: int) -> str:
     _bokeh()
     from bokeh.embed import file_html
     from bokeh.layouts import column, gridplot, row
@@ -646,6 +748,7 @@ def _render(ex: Explorer) -> str:
         InlineStyleSheet,
         LassoSelectTool,
         PanTool,
+        Range1d,
         ResetTool,
         WheelZoomTool,
     )
@@ -668,10 +771,16 @@ def _render(ex: Explorer) -> str:
     for name in ex.panels:
         data[f"x_{name}"] = p[f"x_{name}"].to_numpy()
         data[f"y_{name}"] = p[f"y_{name}"].to_numpy()
+        drawn = (p[f"rep_{name}"] == np.arange(n)).to_numpy()  # one point per group of identical vectors
+        data[f"px_{name}"] = np.where(drawn, data[f"x_{name}"], np.nan)
+        data[f"py_{name}"] = np.where(drawn, data[f"y_{name}"], np.nan)
+        data[f"dup_{name}"] = p[f"dup_{name}"].to_numpy()
+        data[f"dup_html_{name}"] = _duplicates_html(p, name)
+        data[f"bsize_{name}"] = base_size * np.minimum(np.sqrt(data[f"dup_{name}"]), 6.0)
+        data[f"size_{name}"] = data[f"bsize_{name}"].copy()
     data["color"] = p[f"c_{st['color']}"].tolist()
     data["hit"] = [0] * n
     data["alpha"] = [0.75] * n
-    data["size"] = [base_size] * n
     data["line_width"] = [0.0] * n
     source = ColumnDataSource(data, name="occurrences")
     k = st["k"]
@@ -701,26 +810,31 @@ def _render(ex: Explorer) -> str:
     search = TextInput(title="Search (word or lemma)", placeholder="e.g. play", width=220, name="search")
     export = Button(label="Export selection (CSV)", button_type="primary", width=200, name="export", align="end")
 
+    ncols, size = _columns(width, len(ex.panels))
     plots = []
     for name in ex.panels:
         used = st["method_used"].get(name, "none")
-        label = GLOVE_PANEL + " (type vectors: one point per word form)" if name == GLOVE_PANEL else f"layer {name}"
+        label = GLOVE_PANEL + " (one vector per word form)" if name == GLOVE_PANEL else f"layer {name}"
         fig = figure(
-            width=340,
-            height=340,
+            width=size,
+            height=size,
             title=f"{label}: {used.upper()}",
-            tools=[PanTool(), WheelZoomTool(), box := BoxSelectTool(), LassoSelectTool(), ResetTool()],
+            tools=[PanTool(), wheel := WheelZoomTool(), box := BoxSelectTool(), LassoSelectTool(), ResetTool()],
             active_drag=box,
+            active_scroll=wheel,
             name=f"panel_{name}",
-            match_aspect=True,
+            x_range=Range1d(
+                *_fit_range(data[f"px_{name}"], margin := min(0.3, data[f"bsize_{name}"].max() / 2 / size))
+            ),
+            y_range=Range1d(*_fit_range(data[f"py_{name}"], margin)),
         )
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.grid.visible = False
         r = fig.scatter(
-            f"x_{name}",
-            f"y_{name}",
+            f"px_{name}",
+            f"py_{name}",
             source=source,
-            size="size",
+            size=f"size_{name}",
             fill_color="color",
             fill_alpha="alpha",
             line_color="#000000",
@@ -729,7 +843,8 @@ def _render(ex: Explorer) -> str:
             nonselection_fill_alpha=0.08,
             nonselection_line_alpha=0.1,
         )
-        fig.add_tools(HoverTool(renderers=[r], tooltips=_TOOLTIP.replace("LAYER", html.escape(name))))
+        tip = _TOOLTIP.replace("LAYER", html.escape(name)).replace("DUP", f"dup_html_{name}")
+        fig.add_tools(HoverTool(renderers=[r], tooltips=tip))
         fig.scatter(
             f"x_{name}", f"y_{name}", source=marks, size=base_size * 2.4, fill_alpha=0, line_color="mcolor",
             line_width=2.5, marker="circle",
@@ -749,7 +864,7 @@ def _render(ex: Explorer) -> str:
     )
     search.js_on_change(
         "value_input",
-        CustomJS(args=dict(search=search, source=source, status=status, base_size=base_size), code=_JS_SEARCH),
+        CustomJS(args=dict(search=search, source=source, status=status, panels=panel_names), code=_JS_SEARCH),
     )
     export.js_on_event(
         "button_click", CustomJS(args=dict(source=source, status=status, panels=panel_names), code=_JS_EXPORT)
@@ -773,11 +888,13 @@ def _render(ex: Explorer) -> str:
         stylesheets=css,
     )
     scores = Div(text=_scores_html(ex), name="scores", sizing_mode="stretch_width", stylesheets=css)
-    ncols = min(len(plots), 4)
     grid = gridplot([f for _, f in plots], ncols=ncols, toolbar_location="right", merge_tools=True)
+    controls = [row(select, search, export, status, info)]
+    if width < 1200:  # the five controls need about 1,170 px: status and selection count on a second row
+        controls = [row(select, search, export), row(status, info)]
     layout = column(
         header,
-        row(select, search, export, status, info),
+        *controls,
         legend,
         grid,
         out,
