@@ -1,6 +1,6 @@
 """The HTML report: one self-contained ``report.html`` (figures embedded as data URIs, no JavaScript).
 
-It answers first: a verdict (:func:`probing.results.verdict.verdict`: best single layer per task and
+It answers first: a verdict (:func:`probing.verdict.verdict`: best single layer per task and
 encoder, its CI, the paired test against the runner-up, baselines that beat every layer), the overview
 figure, the summary (compact; the detailed table in a ``<details>``); then the other figures with a "how
 to read this" note each, extra tables (e.g. nearest neighbours of "play"), the full results table and the
@@ -39,7 +39,7 @@ from probing.results import (
     read_results,
     read_side_table,
 )
-from probing.results.verdict import Finding, verdict
+from probing.verdict import Finding, verdict
 
 __all__ = [
     "FIGURE_NOTES",
@@ -420,7 +420,7 @@ def figure_title(name: str) -> str:
 
 def _verdict_html(results: pd.DataFrame) -> str:
     """The verdict box: a first line naming the best single layer of each task part (first encoder of
-    each), then one sentence per task part and encoder (:func:`probing.results.verdict.verdict`)."""
+    each), then one sentence per task part and encoder (:func:`probing.verdict.verdict`)."""
     findings = verdict(results)
     if not findings:
         return ""

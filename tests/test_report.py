@@ -20,7 +20,7 @@ from matplotlib import image  # noqa: E402
 from probing import figures as F  # noqa: E402
 from probing.report import figure_title, summary_table, write_report  # noqa: E402
 from probing.results import METRICS, Metric  # noqa: E402
-from probing.results.verdict import verdict  # noqa: E402
+from probing.verdict import verdict  # noqa: E402
 from tests import browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -815,6 +815,9 @@ def _render(ex: Explorer, width: int) -> str:
     for name in ex.panels:
         used = st["method_used"].get(name, "none")
         label = GLOVE_PANEL + " (one vector per word form)" if name == GLOVE_PANEL else f"layer {name}"
+        margin = min(0.3, data[f"bsize_{name}"].max() / 2 / size)
+        x_lo, x_hi = _fit_range(data[f"px_{name}"], margin)
+        y_lo, y_hi = _fit_range(data[f"py_{name}"], margin)
         fig = figure(
             width=size,
             height=size,
@@ -823,10 +826,8 @@ def _render(ex: Explorer, width: int) -> str:
             active_drag=box,
             active_scroll=wheel,
             name=f"panel_{name}",
-            x_range=Range1d(
-                *_fit_range(data[f"px_{name}"], margin := min(0.3, data[f"bsize_{name}"].max() / 2 / size))
-            ),
-            y_range=Range1d(*_fit_range(data[f"py_{name}"], margin)),
+            x_range=Range1d(start=x_lo, end=x_hi),
+            y_range=Range1d(start=y_lo, end=y_hi),
         )
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.grid.visible = False

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probing.figures import aggregate, default_metric, split_layer
+from probing.figures import default_metric, split_layer
 from probing.layers import is_half
-from probing.results.schema import CONCAT_LAYER, METRICS, MIX_LAYER, layer_sort_key, metric
+from probing.results.aggregate import aggregate
+from probing.results.schema import CONCAT_LAYER, MIX_LAYER, layer_sort_key, metric
 
 __all__ = ["Finding", "verdict"]
 
@@ -80,8 +81,10 @@ def verdict(results: pd.DataFrame) -> list[Finding]:
     """One :class:`Finding` per task, dataset, split and encoder with single-layer rows on the headline
     metric, in the table's order (seeds averaged as in the figures). Tasks without a headline metric among
     their rows (e.g. MDL codelengths, measured on the training split) are left out."""
+    from probing.tasks import TASK_KINDS  # on first use: the kinds' modules import torch
+
     agg = aggregate(results)
-    headlines = {m.name for m in METRICS.values() if m.headline_for}
+    headlines = {kind.headline for kind in TASK_KINDS.values()}
     found = []
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
         if not set(g["metric"]) & headlines:
