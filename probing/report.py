@@ -53,6 +53,14 @@ __all__ = [
 
 # Keyed by figure-name prefix: a figure named "layer_scores_upos" gets the "layer_scores" note.
 FIGURE_NOTES = {
+    "learning_curve": (
+        "Each line is one layer's probe retrained on the first 1 %, 2 %, ... of the training sentences (one "
+        "seeded order, nested prefixes; the probe's C chosen on dev at every size), scored on the test set; "
+        "the x axis is logarithmic. Bands: 95% bootstrap intervals over test sentences (and the spread over "
+        "sentence orders when several were run). Dashed lines: baselines trained on the full set. A curve that "
+        "starts high needs few annotated sentences: data_efficiency.csv says how many times more sentences "
+        "another layer or GloVe needs to reach its 1 %, 5 % and 10 % scores."
+    ),
     "layer_scores": (
         "Each marker is the probe's score on one layer: 0 is the context-free character-CNN token layer, "
         "1 and 2 are the biLSTM layers, 'scalar mix' is a learned weighted sum of all layers. Error bars are "
@@ -149,6 +157,7 @@ FIGURE_TITLES = {
     "oov_glove": "Accuracy on words inside vs outside GloVe's vocabulary",
     "oov_train": "Accuracy on words inside vs outside the model's training vocabulary",
     "codelength": "Description length (online codelength) per layer",
+    "learning_curve": "How much training data each layer needs (learning curves)",
     "compression": "Compression per layer",
     "similarity": "Layer similarity",
     "overview": "Overview: part of speech and word sense per layer",
@@ -597,6 +606,7 @@ def draw_figures(
     per_tag: pd.DataFrame | None = None,
     similarity: pd.DataFrame | None = None,
     kinds: Mapping[str, str] | None = None,
+    learning_curve: pd.DataFrame | None = None,
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
@@ -609,6 +619,8 @@ def draw_figures(
         ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
         ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
         rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
+        per task and test part with rows in ``learning_curve`` (a ``learning_curve.csv`` table),
+        ``learning_curve_*``;
         then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
         both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.figures.overview_tasks`:
     tagging and WSD); ``similarity_<measure>`` (linear CKA when
@@ -659,6 +671,13 @@ def draw_figures(
         out[f"codelength_{name}"] = fg.codelength_by_layer(rows)
         if "compression" in set(rows["metric"]):
             out[f"compression_{name}"] = fg.compression_by_layer(rows)
+    if learning_curve is not None and len(learning_curve):
+        curve_keys = list(learning_curve[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False))
+        n_curves = {task: sum(k[0] == task for k in curve_keys) for task, _, _ in curve_keys}
+        for task, dataset, split in curve_keys:
+            out[f"learning_curve_{suffix(task, dataset, split, n_curves)}"] = fg.learning_curves(
+                learning_curve, task, results=results, dataset=dataset, split=split
+            )
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
     if per_tag is not None and len(per_tag):
@@ -709,12 +728,13 @@ def build_report(
     mix = read_side_table(results_dir, "mix_weights")
     per_tag = read_side_table(results_dir, "per_tag")
     similarity = read_side_table(results_dir, "similarity")
+    curves = read_side_table(results_dir, "learning_curve")
     out = Path(out) if out is not None else results_dir / "report.html"
     figures_dir = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     embed = "png" if "png" in formats else "svg"
     if embed not in formats:
         raise InputError(f"formats must include png or svg (the report embeds one of them), got {formats}")
     files = {}
-    for name, fig in draw_figures(results, mix, per_tag, similarity, provenance.get("kinds")).items():
+    for name, fig in draw_figures(results, mix, per_tag, similarity, provenance.get("kinds"), curves).items():
         files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
     return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)

@@ -477,3 +477,8 @@ def test_a_learning_curve_writes_its_side_tables_and_leaves_the_task_rows_alone(
     assert set(eff.at_fraction) == {0.1} and len(eff) == 9 * 8
     upos_rows = first.results[first.results.task == "upos"].reset_index(drop=True)
     assert res.results.equals(upos_rows)
+    from probing.report import build_report
+
+    html = build_report(tmp_path / "out").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "figures" / "learning_curve_upos.png").is_file()
+    assert "How much training data each layer needs" in html
