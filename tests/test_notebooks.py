@@ -32,6 +32,7 @@ NAMES = [
     "05_syntax_trees",
     "06_beyond_accuracy",
     "07_seed_claims",
+    "10_data_efficiency",
 ]
 MARK = "NOTEBOOK-SUMMARY "
 
@@ -110,6 +111,15 @@ _summary = {
     "typos": typos[["case", "form", "representation", "has_vector", "cosine_to_correct"]]
         .astype({"cosine_to_correct": float}).fillna(-2.0).to_dict(orient="list"),
     "context": context.to_dict(orient="list"),
+}
+""",
+    "10_data_efficiency": """
+_summary = {
+    "fractions": FRACTIONS, "out": str(OUT.resolve()),
+    "curve": curves[["encoder", "layer", "train_fraction", "n_train_sentences", "value"]].to_dict(orient="list"),
+    "ratios": ratios[["layer", "reference_encoder", "reference_layer", "at_fraction", "ratio"]].to_dict(orient="list"),
+    "lines": [line.get_label() for line in fig.axes[0].get_lines()],
+    "reading": reading, "best_layer": str(best_layer), "smallest": int(smallest),
 }
 """,
     "06_beyond_accuracy": """
@@ -515,3 +525,23 @@ def test_06_beyond_accuracy(tmp_path, monkeypatch):
     out = Path(s["out"])
     assert (out / "similarity.csv").is_file() and (out / "figures" / "codelength_upos.png").is_file()
     assert _images(nb) == 4  # selectivity, codelength, compression, the CKA heatmap
+
+
+def test_10_data_efficiency(tmp_path, monkeypatch):
+    s, _, _ = run_notebook("10_data_efficiency", tmp_path, monkeypatch)
+    curve = pd.DataFrame(s["curve"])
+    # 120 training sentences (quick): 5 %, 20 %, 100 % keep 6, 24 and 120, for ELMo's three layers and GloVe
+    assert sorted(set(curve.n_train_sentences)) == [6, 24, 120] and s["smallest"] == 6
+    assert set(zip(curve.encoder, curve.layer)) >= {("elmo", "0"), ("elmo", "1"), ("elmo", "2"), ("glove", "glove")}
+    assert {"ELMo layer 1", "GloVe"} <= set(s["lines"])
+    # the full-set rows are the task's own results.csv rows (the same probe on the same data)
+    results = pd.read_csv(Path(s["out"]) / "results.csv", dtype={"layer": str})
+    acc = results[(results.metric == "accuracy")].set_index(["encoder", "layer"])["value"]
+    full = curve[curve.train_fraction == 1.0]
+    for enc, layer, v in zip(full.encoder, full.layer, full.value):
+        assert v == pytest.approx(acc[(enc, layer)], abs=1e-12), (enc, layer)
+    # the sentence names the layer with the best score at the smallest size, and the ratio the table holds
+    first = curve[(curve.n_train_sentences == 6) & (curve.encoder == "elmo")].groupby("layer")["value"].mean()
+    assert s["best_layer"] == first.idxmax() and f"Layer {s['best_layer']} is the most data-efficient" in s["reading"]
+    ratios = pd.DataFrame(s["ratios"])
+    assert set(ratios.at_fraction) == {0.05} and (ratios.ratio > 0).all()
