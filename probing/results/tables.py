@@ -213,16 +213,8 @@ _SIDE_TEXT = {
     "per_tag": ("task", "dataset", "split", "encoder", "layer", "tag"),
     "similarity": ("encoder_a", "layer_a", "encoder_b", "layer_b", "measure"),
     "learning_curve": ("task", "dataset", "split", "encoder", "layer", "metric"),
-    "data_efficiency": (
-        "task",
-        "dataset",
-        "split",
-        "encoder",
-        "layer",
-        "reference_encoder",
-        "reference_layer",
-        "measure",
-        "bound",
+    "data_efficiency": tuple(
+        c for c in DATA_EFFICIENCY_COLUMNS if c not in ("at_fraction", "ratio", "epsilon", "value", "seed")
     ),
 }
 
