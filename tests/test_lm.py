@@ -215,15 +215,20 @@ def test_surprisal_is_minus_log2_of_the_scores_and_the_figure_has_a_bar_each(lm)
 def test_the_bundled_head_is_found_by_checkpoint_name(tmp_path, monkeypatch):
     """A bundled model without lm_head.npz refuses to score; with one (here a random adaptive head at the
     fixture's width) both the name and an Elmo loaded by that name find it."""
+    import dataclasses
     import shutil
 
     from probing import paths
+    from probing.elmo import hub
 
     folder = tmp_path / "resources" / "models" / "default"
     folder.mkdir(parents=True)
     shutil.copy(FIXTURES / "options.json", folder / "options.json")
     shutil.copy(FIXTURES / "lm_weights.hdf5", folder / "weights.hdf5")
     monkeypatch.setattr(paths, "resources_dir", lambda: tmp_path / "resources")
+    # the fixture stands in for the bundled model through an entry without the bundled files' pinned hashes
+    unpinned = dataclasses.replace(hub.REGISTRY["default"], options_sha256=None, weights_sha256=None)
+    monkeypatch.setitem(hub.REGISTRY, "default", unpinned)
     with pytest.raises(NoHeadError, match="no LM head"):
         score(["the cat"], model="default")
     torch.manual_seed(0)

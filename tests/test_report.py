@@ -20,6 +20,7 @@ from matplotlib import image  # noqa: E402
 from probing import figures as F  # noqa: E402
 from probing.report import figure_title, summary_table, write_report  # noqa: E402
 from probing.results import METRICS, Metric  # noqa: E402
+from probing.tasks import TASK_KINDS, TaskKind  # noqa: E402
 from probing.verdict import verdict  # noqa: E402
 from tests import browser  # noqa: E402
 
@@ -220,7 +221,11 @@ def test_verdict_says_when_baselines_beat_every_layer_and_honours_lower_is_bette
         "most-frequent-sense (65.0), wn-first-sense (64.0)."
     )
     # a headline where lower is better: the best layer is the lowest, and a baseline beats it by being lower
-    monkeypatch.setitem(METRICS, "bits", Metric("bits", "bits per token", higher_is_better=False, headline_for=("lm",)))
+    bits = Metric("bits", "bits per token", higher_is_better=False)
+    monkeypatch.setitem(METRICS, "bits", bits)
+    monkeypatch.setitem(
+        TASK_KINDS, "lm-toy", TaskKind("lm-toy", run=lambda job: None, metrics=(bits,), headline="bits")
+    )
     lm = pd.DataFrame(
         [
             row("lm", "elmo", "0", "bits", 9.0),

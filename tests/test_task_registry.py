@@ -17,7 +17,7 @@ from probing import figures as fg
 from probing._toml import ExperimentError
 from probing.errors import InputError
 from probing.experiment import parse_experiment, run_experiment
-from probing.report import summary_table
+from probing.report import figure_title, summary_table
 from probing.results import (
     METRICS,
     Metric,
@@ -298,8 +298,8 @@ def test_a_lower_is_better_kind_from_outside_runs_through_the_cli_and_the_report
     assert cli.main(["report", str(out)]) == 0
     html = (out / "report.html").read_text(encoding="utf-8")
     # the kind's own figure (its hook) and the layer figure are in the report; no overview (not asked for)
-    assert 'alt="spread_spread"' in html and 'alt="layer_scores_spread"' in html
-    assert 'alt="overview"' not in html
+    assert 'alt="spread_spread"' in html and f'alt="{figure_title("layer_scores_spread")}"' in html
+    assert 'id="fig-overview"' not in html
     assert (out / "figures" / "spread_spread.png").is_file()
 
     # the same kind again is served from the job cache; an edit of its run function is not
