@@ -67,12 +67,14 @@ def test_inlp_reaches_majority_level(splits):
     """INLP stops at the first probe no better than the majority class on its own held-out fifth; a fresh
     probe on other data is then within 1 point of the majority class too. (With ``tol=0.01`` it stops after 9
     probes, 40 directions, and a fresh probe on 6000 rows still reads 42.8 %: INLP only removes what its
-    probes found.)"""
+    probes found.) That is its own criterion, not a guarantee for other data: a fresh probe trained and scored on
+    the other splits reads 0.4 points above the majority class with numpy 2.4 and 1.8 with numpy 1.24 (the
+    declared minimum), so the held-out check allows 3 points, against 99.3 % before erasure."""
     (X_fit, y_fit), _, _ = splits
     inlp = fit_eraser(X_fit, y_fit, method="inlp")
     assert 1 < inlp.n_iter_ < inlp.max_iter  # stopped by the majority criterion, after several probes
     assert inlp.rank_ <= 5 * (inlp.n_iter_ - 1)  # each removed probe's weights have 5 rows
-    assert heldout_probe_accuracy(inlp, splits) <= majority(splits) + 0.01
+    assert heldout_probe_accuracy(inlp, splits) <= majority(splits) + 0.03
     capped = fit_eraser(X_fit, y_fit, method="inlp", rank=6)
     assert capped.rank_ == 6
 

@@ -158,15 +158,17 @@ def test_cca_family_matches_qr_references():
     assert pwcca(X, Y, reference=False) != pytest.approx(pwcca(Y, X, reference=False), rel=1e-6)  # X weighted
 
 
-# (2000, 16, 24) at seed 40 is left out: there compute_pwcca's own value moves by 0.005 with the BLAS kernel
-# (OPENBLAS_CORETYPE=Haswell vs the default), because it adds each neuron's mean unrotated to directions whose
-# signs LAPACK chooses; on 90 random pairs 3 (default kernel) and 4 (Haswell) differ from it by more than 1e-6
-@pytest.mark.parametrize("n, dx, dy", [(3000, 40, 40), (800, 3, 9), (2000, 24, 16)])
-def test_pwcca_reference_reproduces_google_svcca(n, dx, dy):
+# compute_pwcca's value is not a stable function of the data on every input: it adds each neuron's mean
+# unrotated to canonical directions whose signs LAPACK chooses, so a tiny perturbation (another BLAS kernel,
+# another numpy) can move it. On 90 random pairs 3 (default OpenBLAS kernel) and 4 (Haswell kernel) moved by
+# more than 1e-6, up to 0.013; the 16 x 24 pair drawn with seed 40 is one of them (0.005 between kernels and
+# numpy versions), so the unequal widths use seed 1, which is stable on both kernels and both numpys.
+@pytest.mark.parametrize("n, dx, dy, seed", [(3000, 40, 40, 80), (2000, 16, 24, 1), (800, 3, 9, 12), (2000, 24, 16, 1)])
+def test_pwcca_reference_reproduces_google_svcca(n, dx, dy, seed):
     """reference=True is compute_pwcca to 1e-6 (here ~1e-12); google's code weights the narrower side (X on a
     tie: its d_x > d_y branch fails on an index error, so Y's weighting is what it means); the paper's
     weighting gives another value on these anisotropic, uncentred inputs, and on centred ones."""
-    X, Y = anisotropic(n, dx, dy, seed=dx + dy)
+    X, Y = anisotropic(n, dx, dy, seed=seed)
     want = svcca_pwcca(X, Y) if dx <= dy else svcca_pwcca(Y, X)
     assert pwcca(X, Y) == pytest.approx(want, abs=1e-6)
     assert pwcca(X, Y, reference=True) == pwcca(X, Y)  # the default

@@ -19,7 +19,7 @@ def format_summary(summary: pd.DataFrame, headlines: Mapping[str, str]) -> str:
     line that says what the mark means."""
     if summary.empty:
         return ""
-    cells = summary.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").astype(object)
+    cells = summary.apply(lambda col: col.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")).astype(object)
     marked = False
     for i, key in enumerate(summary.index):
         task, encoder = key[0], key[3]
