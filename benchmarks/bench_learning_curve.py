@@ -8,6 +8,9 @@ and the data-efficiency ratios of ELMo's layers 1 and 2 over GloVe and over laye
     python benchmarks/bench_learning_curve.py                   # UPOS on the bundled demo-ud slice
     PROBING_DATA=../shared/data python benchmarks/bench_learning_curve.py --full
         # UPOS on all of UD EWT, and supersense on the bundled SemCor slice
+    PROBING_DATA=../shared/data python benchmarks/bench_learning_curve.py --full --curve-only
+        # the curves alone: no plain run to compare with, no control tasks or scalar mix (neither enters
+        # a curve), so the run's time is the curve's: the single layers and baselines at all 7 sizes
 """
 
 from __future__ import annotations
@@ -42,11 +45,13 @@ SUPERSENSE = {
 }
 
 
-def experiment(task: dict, curve: bool) -> Experiment:
+def experiment(task: dict, curve: bool, lean: bool = False) -> Experiment:
     """The bundled default experiment (its encoders and probe settings) with only ``task``, plus a 7-point
-    ``learning_curve`` when ``curve``."""
+    ``learning_curve`` when ``curve``; ``lean`` drops the control tasks and the scalar mix."""
     data = tomllib.loads(bundled_experiment("default").read_text(encoding="utf-8"))
     data.pop("quick", None)
+    if lean:
+        data["probe"] |= {"control": False, "mix": []}
     data["tasks"] = [{**task, **({"learning_curve": FRACTIONS} if curve else {})}]
     return parse_experiment(data)
 
@@ -59,18 +64,26 @@ def timed_run(exp, out: Path, cache: Path) -> tuple[float, float, object]:
     return time.perf_counter() - wall, time.process_time() - cpu, res
 
 
-def bench(task: dict, cache: Path, work: Path) -> None:
+def bench(task: dict, cache: Path, work: Path, curve_only: bool = False) -> None:
     name = task["name"]
-    run_experiment(experiment(task, False), work / "warm", progress=False)  # the stores
+    wall, cpu = time.perf_counter(), time.process_time()
+    run_experiment(experiment(task, False, lean=True), work / "warm", progress=False)  # the stores
+    print(
+        f"\n## {name} on {task['train']}: extraction and a lean run {time.perf_counter() - wall:.1f} s wall, "
+        f"{time.process_time() - cpu:.1f} CPU s",
+        flush=True,
+    )
     rows = []
-    wall, cpu, _ = timed_run(experiment(task, False), work / "plain", cache)
-    rows.append(("the task as default.toml runs it", wall, cpu))
-    wall, cpu, res = timed_run(experiment(task, True), work / "curve", cache)
-    rows.append((f"with a {len(FRACTIONS)}-point curve", wall, cpu))
-    print(f"\n## {name} on {task['train']}: probe cost (stores cached)")
-    print(f"{'run':34s} {'wall s':>8s} {'CPU s':>8s} {'x plain':>8s}")
+    if not curve_only:
+        wall, cpu, _ = timed_run(experiment(task, False), work / "plain", cache)
+        rows.append(("the task as default.toml runs it", wall, cpu))
+    wall, cpu, res = timed_run(experiment(task, True, lean=curve_only), work / "curve", cache)
+    rows.append((f"{len(FRACTIONS)}-point curve{', no control/mix' if curve_only else ''}", wall, cpu))
+    curves = res.learning_curve.groupby(["encoder", "layer", "seed"]).ngroups
+    print(f"\n## {name} on {task['train']}: probe cost (stores cached; {curves} curves)")
+    print(f"{'run':34s} {'wall s':>8s} {'CPU s':>8s} {'x plain':>8s} {'s/curve':>8s}")
     for label, w, c in rows:
-        print(f"{label:34s} {w:8.1f} {c:8.1f} {w / rows[0][1]:8.2f}")
+        print(f"{label:34s} {w:8.1f} {c:8.1f} {w / rows[0][1]:8.2f} {w / curves:8.1f}")
     lc = res.learning_curve
     table = lc.pivot_table(index=["encoder", "layer"], columns="n_train_sentences", values="value")
     print(f"\n{name}: {lc['metric'].iloc[0]} (%) by training sentences")
@@ -90,6 +103,7 @@ def bench(task: dict, cache: Path, work: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="UD EWT (needs $PROBING_DATA) and the SemCor slice")
+    ap.add_argument("--curve-only", action="store_true", help="no plain run; no control tasks or mix")
     args = ap.parse_args()
     pd.set_option("display.width", 200)
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,10 +111,11 @@ def main() -> None:
         cache = work / "cache"  # private: its jobs are deleted between runs
         os.environ["PROBING_CACHE"] = str(cache)
         if args.full:
-            bench(UPOS | {"train": "ud-ewt:train", "dev": "ud-ewt:dev", "test": ["ud-ewt:test"]}, cache, work)
-            bench(SUPERSENSE, cache, work)
+            bench(SUPERSENSE, cache, work, args.curve_only)
+            ud_ewt = {"train": "ud-ewt:train", "dev": "ud-ewt:dev", "test": ["ud-ewt:test"]}
+            bench(UPOS | ud_ewt, cache, work, args.curve_only)
         else:
-            bench(UPOS, cache, work)
+            bench(UPOS, cache, work, args.curve_only)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,16 @@ def test_01_quickstart(tmp_path, monkeypatch):
     # ScalarMix(initial=[0, 1, 2]) weighs the layers by softmax([0, 1, 2]).
     expected = np.exp(np.arange(n_layers)) / np.exp(np.arange(n_layers)).sum()
     np.testing.assert_allclose(s["top_heavy_weights"], expected, rtol=1e-6)
+    # the text's reading of the cosines (the notebook has no quick size: these are the numbers it shows)
+    play = s["cosines"]
+    same = np.mean([play["verb vs verb (0, 3)"], play["theatre vs theatre (1, 2)"]], axis=0)
+    different = np.mean([play["verb vs theatre (0, 1)"], play["verb vs theatre (3, 2)"]], axis=0)
+    assert all(same[k] > different[k] for k in (1, 2))  # "the play pairs separate at both contextual layers"
+    river, money = s["bank_cosines"]["river vs river (0, 1)"], s["bank_cosines"]["money vs money (2, 3)"]
+    across = s["bank_cosines"]["river vs money (mean of 4)"]
+    # layer 2: river pair 0.75 > across 0.69 > money pair 0.67; layer 1: neither pair above the across mean
+    assert (river[2], across[2], money[2]) == pytest.approx((0.75, 0.69, 0.67), abs=0.005)
+    assert river[1] <= across[1] and money[1] <= across[1]
 
 
 def _demo_ud_majority(n: int) -> float:
