@@ -172,3 +172,23 @@ def test_bad_task_tables_name_the_key(tmp_path, task, message):
     toml = experiment(tmp_path, task)
     with pytest.raises(ExperimentError, match=message):
         parse_experiment(toml.read_text(), source=str(toml), base=tmp_path)
+
+
+def test_the_bundled_blimp_sample_is_twelve_paradigms_one_per_phenomenon():
+    """blimp_sample.csv (notebook 08's quick data): 20 pairs of one paradigm per phenomenon, read by the pairs
+    reader with its phenomenon column; each (paradigm, phenomenon) as in the authors' results file, and the
+    pairs the first 20 of BLiMP's own where BLiMP is at hand."""
+    from probing.lm.pairs import find_blimp, read_blimp, read_pairs
+
+    sample = read_pairs(resources_dir() / "blimp" / "blimp_sample.csv")
+    assert len(sample) == 240 and sample.group.value_counts().eq(20).all()
+    _, phenomenon = read_models_summary(resources_dir() / "blimp" / "models_summary.jsonl")
+    pairs = dict(zip(sample.group, sample.phenomenon))
+    assert len(pairs) == 12 and len(set(pairs.values())) == 12
+    assert all(phenomenon[g] == p for g, p in pairs.items())
+    try:
+        blimp = read_blimp(find_blimp(), paradigms=list(pairs))
+    except FileNotFoundError:
+        pytest.skip("BLiMP.zip not found: the pairs are not compared with the archive")
+    first = blimp.groupby("group", sort=False).head(20).reset_index(drop=True)
+    pd.testing.assert_frame_equal(first, sample)

@@ -124,8 +124,9 @@ def read_blimp(path: str | Path | None = None, paradigms: Sequence[str] | None =
 
 
 def read_pairs(path: str | Path) -> pd.DataFrame:
-    """Your own pairs: a CSV (header row) or JSONL file with ``good``, ``bad`` and optional ``group``
-    (default ``all``). Returns ``good``, ``bad``, ``group``, ``phenomenon`` (None)."""
+    """Your own pairs: a CSV (header row) or JSONL file with ``good``, ``bad``, optional ``group`` (default
+    ``all``) and optional ``phenomenon`` (groups of groups, aggregated as BLiMP's phenomena; default none).
+    Returns ``good``, ``bad``, ``group``, ``phenomenon``."""
     import pandas as pd
 
     path = Path(path)
@@ -151,7 +152,8 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
         if not isinstance(good, str) or not isinstance(bad, str) or not good.strip() or not bad.strip():
             raise InputError(f"{path}, line {line}: good and bad must be non-empty sentences")
         group = r.get("group") or "all"
-        rows.append((good, bad, str(group), None))
+        phenomenon = r.get("phenomenon") or None
+        rows.append((good, bad, str(group), None if phenomenon is None else str(phenomenon)))
     if not rows:
         raise InputError(f"{path}: no pairs")
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
