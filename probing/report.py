@@ -649,11 +649,11 @@ def draw_figures(
         name = suffix(task, dataset, split)
         kind = of[task]
         beside = [m for m in kind.beside if m in set(rows["metric"])]
-        if beside:
+        if kind.layer_figures and beside:
             out[f"syntax_{name}"] = fg.layer_scores_panels(
                 results, task, [kind.headline, *beside], dataset=dataset, split=split
             )
-        else:
+        elif kind.layer_figures:
             out[f"layer_scores_{name}"] = fg.layer_scores(results, task, kind.headline, dataset=dataset, split=split)
         if kind.figures is not None:
             for stem, fig in kind.figures(results, task, dataset, split).items():

@@ -135,6 +135,7 @@ def probe_layers(
     spec = {"experiment": experiment, "probe": settings, "encoders": tables, "tasks": [task]}
     exp = parse_experiment(spec, source="probe_layers()")
     parsed = exp.tasks[0]
+    assert parsed.train is not None  # a tagging task always has training data
     parsed = replace(
         parsed,
         train=_swap(parsed.train, train),

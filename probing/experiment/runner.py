@@ -284,6 +284,47 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
     }
 
 
+def _model_job(
+    exp: Experiment, task: TaskSpec, enc: str, first: bool, run: _Run, cache: JobCache, cached: list[str], tell
+) -> TaskOutput:
+    """The output of a job whose kind reads the encoder's model itself (``TaskKind.model_identity``), from the
+    job cache when everything it reads (model, LM head, data, code: the kind's ``model_identity``) is unchanged.
+    Such jobs run in this process (also with the Ray backend): they read no stores to distribute."""
+    kind = TASK_KINDS[task.kind]
+    assert kind.model_identity is not None
+    encoder = run.encoders[enc]
+    inputs = {
+        "task": task.to_dict(),
+        "encoder": enc,
+        "baselines": first,
+        "model": kind.model_identity(task.name, encoder, task.options),
+        "settings": exp.probe.for_encoder(enc).to_dict(),
+        "kind_code": kind_identity(kind),
+    }
+    key = cache.key(inputs)
+    label = f"{task.name}/{enc}"
+    out = cache.get(key)
+    if out is not None:
+        cached.append(label)
+        return out
+    job = Job(
+        task=task.name,
+        encoder=enc,
+        train=None,
+        dev=None,
+        tests=[],
+        settings=exp.probe.for_encoder(enc),
+        options=task.options,
+        with_baselines=first,
+        progress=tell,
+        model=encoder,
+    )
+    out, seconds = _run_job(kind, job)
+    run.timings[f"task {label}"] = round(seconds, 3)
+    cache.put(key, out)
+    return out
+
+
 def _erased_variants(
     task: TaskSpec, train: Part, dev: Part | None, tests: list[Part]
 ) -> list[tuple[str, tuple[Part, Part | None, list[Part]]]]:
@@ -433,7 +474,7 @@ def _run_experiment(
         if folder.exists() and not folder.is_dir():
             raise ExperimentError(f"cache folder {folder} exists and is not a folder (point cache_dir elsewhere)")
     cache = JobCache(jobs_root)
-    cached = []
+    cached: list[str] = []
     inventories: dict[str, Any] = {}
     jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
     if ray_address is not None:
@@ -452,6 +493,12 @@ def _run_experiment(
     # (kind, job, (WordNet, fingerprint) or None, output slot, cache key, label)
     for task, enc, first in jobs:
         kind = TASK_KINDS[task.kind]
+        if kind.model_identity is not None:  # reads the model itself (minimal-pairs): no stores, run here
+            outputs.append(_model_job(exp, task, enc, first, run, cache, cached, tell))
+            tags.append((getattr(run.encoders[enc], "intervention", ""), False))
+            bar.update(1)
+            continue
+        assert task.train is not None  # a kind that reads stores always has training data (the parser)
         train = run.part(enc, task.train)
         dev = run.part(enc, task.dev) if task.dev else None
         tests = run.tests(task, enc)

@@ -220,7 +220,7 @@ class TaskSpec:
 
     name: str
     kind: str
-    train: DataRef
+    train: DataRef | None  # None for a kind that reads the model itself (minimal-pairs): its data is an option
     test: tuple[DataRef, ...]
     dev: DataRef | None = None
     encoders: tuple[str, ...] | None = None
@@ -458,6 +458,17 @@ def _model_folder(t: Table, spec: EncoderSpec, expected: str) -> EncoderSpec:
 def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
     kind = task_kind_of(t)
     name = t.string("name", kind.name)
+    if kind.model_identity is not None:  # reads the model, not stores: its data is one of its own keys
+        spec = TaskSpec(
+            name=name,
+            kind=kind.name,
+            train=None,
+            test=(),
+            encoders=t.string_list("encoders", None, choices=tuple(encoder_names)),
+            options=kind.read_options(t),
+        )
+        t.done()
+        return spec
     train = _data_ref(t, "train", t.get("train", "'dataset:split'", lambda v: True))
     dev_value = t.get("dev", "'dataset:split'", lambda v: True, None)
     dev = None if dev_value is None else _data_ref(t, "dev", dev_value)

@@ -9,13 +9,16 @@ writing nothing:
 * :mod:`~probing.figures.mdl`: :func:`codelength_by_layer`, :func:`compression_by_layer`;
 * :mod:`~probing.figures.curves`: :func:`learning_curves` (score against training sentences);
 * :mod:`~probing.figures.similarity`: :func:`similarity_heatmap`;
-* :mod:`~probing.figures.syntax`: :func:`metric_by_layer`, :func:`rank_sweep`, :func:`tree_comparison`.
+* :mod:`~probing.figures.syntax`: :func:`metric_by_layer`, :func:`rank_sweep`, :func:`tree_comparison`;
+* :mod:`~probing.figures.grammar`: :func:`minimal_pairs_figure` (BLiMP by phenomenon beside the authors'
+  models), :func:`agreement_figure` (accuracy vs attractors).
 
 Seeds are averaged by :func:`probing.results.aggregate.aggregate` (re-exported here as :func:`aggregate`).
 The input tables are described in :mod:`probing.figures.layers`.
 """
 
 from probing.figures.curves import learning_curves
+from probing.figures.grammar import agreement_figure, minimal_pairs_figure
 from probing.figures.layers import (
     default_metric,
     layer_scores,
@@ -36,6 +39,8 @@ from probing.results import RESULT_COLUMNS, layer_sort_key
 from probing.results.aggregate import aggregate
 
 __all__ = [
+    "agreement_figure",
+    "minimal_pairs_figure",
     "DIRECTION_COLOURS",
     "OKABE_ITO",
     "PER_TAG_COLUMNS",

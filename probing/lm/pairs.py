@@ -124,8 +124,9 @@ def read_blimp(path: str | Path | None = None, paradigms: Sequence[str] | None =
 
 
 def read_pairs(path: str | Path) -> pd.DataFrame:
-    """Your own pairs: a CSV (header row) or JSONL file with ``good``, ``bad`` and optional ``group``
-    (default ``all``). Returns ``good``, ``bad``, ``group``, ``phenomenon`` (None)."""
+    """Your own pairs: a CSV (header row) or JSONL file with ``good``, ``bad``, optional ``group`` (default
+    ``all``) and optional ``phenomenon`` (groups of groups, aggregated as BLiMP's phenomena; default none).
+    Returns ``good``, ``bad``, ``group``, ``phenomenon``."""
     import pandas as pd
 
     path = Path(path)
@@ -151,7 +152,8 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
         if not isinstance(good, str) or not isinstance(bad, str) or not good.strip() or not bad.strip():
             raise InputError(f"{path}, line {line}: good and bad must be non-empty sentences")
         group = r.get("group") or "all"
-        rows.append((good, bad, str(group), None))
+        phenomenon = r.get("phenomenon") or None
+        rows.append((good, bad, str(group), None if phenomenon is None else str(phenomenon)))
     if not rows:
         raise InputError(f"{path}: no pairs")
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
@@ -327,14 +329,37 @@ def _boot_rates(values: np.ndarray, mask: np.ndarray | None, draws: np.ndarray) 
         return (picked * m).sum(axis=1) / m.sum(axis=1)
 
 
-def reference_rows(summary: str | Path) -> pd.DataFrame:
-    """The authors' models (5-gram, LSTM, Transformer-XL, GPT-2) from ``models_summary.jsonl`` as rows like
-    :func:`minimal_pairs`' (encoder ``reference``, layer = the model; accuracy, no CI), recomputed from its
-    per-paradigm rows with :func:`aggregate`."""
+def reference_rows(
+    summary: str | Path | None = None,
+    human: str | Path | None = None,
+    paradigms: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The authors' models (5-gram, LSTM, Transformer-XL, GPT-2) from ``models_summary.jsonl`` and, with
+    ``human`` (``human_validation_summary.csv``), human agreement, as rows like :func:`minimal_pairs`' (encoder
+    ``reference``, layer ``5-gram``, ``lstm``, ``txl``, ``gpt2``, ``human``; accuracy, no CI), recomputed from
+    the per-paradigm rows with :func:`aggregate` over ``paradigms`` (default all 67; a subset gives the
+    references of the same paradigms a run scored). Default files: the copies bundled with probing
+    (``probing/resources/blimp``, CC BY 4.0). A paradigm's human value is ``accepted / 5`` (the share of its
+    five validation items the annotators' majority accepted; the mean over the 67 is the published 96.4 %)."""
     import pandas as pd
 
+    from probing.paths import resources_dir
+
+    bundled = resources_dir() / "blimp"
+    if summary is None:
+        summary, human = bundled / "models_summary.jsonl", bundled / "human_validation_summary.csv"
     models = {"ngram": "5-gram", "lstm": "lstm", "txl": "txl", "gpt2": "gpt2"}
     per_paradigm, phenomenon = read_models_summary(summary)
+    if human is not None:
+        for uid, accepted in read_human_summary(human).items():
+            if uid in per_paradigm:
+                per_paradigm[uid]["human"] = accepted
+        models["human"] = "human"
+    if paradigms is not None:
+        unknown = sorted(set(paradigms) - set(per_paradigm))
+        if unknown:
+            raise InputError(f"{summary}: no reference rows for paradigm(s) {unknown}")
+        per_paradigm = {g: per_paradigm[g] for g in paradigms}
     rows = []
     for key, layer in models.items():
         agg = aggregate({g: np.array([v[key]]) for g, v in per_paradigm.items()}, phenomenon)
@@ -357,6 +382,21 @@ def reference_rows(summary: str | Path) -> pd.DataFrame:
                 )
             )
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+
+def read_human_summary(path: str | Path) -> dict[str, float]:
+    """BLiMP's ``human_validation_summary.csv``: paradigm UID -> ``accepted / 5`` (see :func:`reference_rows`)."""
+    out = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        if not {"Condition", "accepted"} <= set(reader.fieldnames or []):
+            raise InputError(f"{path}: expected the columns Condition and accepted, found {reader.fieldnames}")
+        for i, r in enumerate(reader):
+            try:
+                out[r["Condition"]] = int(r["accepted"]) / 5
+            except ValueError:
+                raise InputError(f"{path}, line {i + 2}: accepted must be an integer, got {r['accepted']!r}") from None
+    return out
 
 
 def read_models_summary(path: str | Path) -> tuple[dict[str, dict[str, float]], dict[str, str | None]]:

@@ -137,12 +137,14 @@ class Job:
 
     ``with_baselines`` is true for the task's first encoder only, so baselines (which read only the token
     table) are computed once per task; ``inventory`` is the resolved WordNet for kinds that use one;
-    ``progress`` takes a short description before each probe.
+    ``progress`` takes a short description before each probe. A kind that reads the model itself
+    (``TaskKind.model_identity``, e.g. ``minimal-pairs``) gets no stores (``train`` None, ``tests`` empty)
+    and the encoder object as ``model``.
     """
 
     task: str
     encoder: str
-    train: Part
+    train: Part | None
     dev: Part | None
     tests: list[Part]
     settings: ProbeSettings
@@ -151,6 +153,13 @@ class Job:
     with_baselines: bool = True
     inventory: SenseInventory | None = None
     progress: Callable[[str], None] = lambda _msg: None
+    model: Any = None
+
+    def train_part(self) -> Part:
+        """The training part of a kind that reads stores (every kind without ``model_identity``)."""
+        if self.train is None:
+            raise TaskError(f"task {self.task!r}, encoder {self.encoder!r}: the job has no training data")
+        return self.train
 
 
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
@@ -199,7 +208,11 @@ class TaskKind:
     best. ``beside``: metrics drawn beside the headline in the kind's layer figure (e.g. a structural
     probe's Spearman correlation); ``overview``: the kind's first task is a panel of the report's overview
     figure; ``figures(results, task, dataset, split) -> {stem: Figure}``: the kind's own figures, which the
-    report draws after the layer figure of each of its (task, dataset, split) groups. ``baselines`` are the
+    report draws after the layer figure of each of its (task, dataset, split) groups (``layer_figures=False``:
+    without the layer figure, for kinds whose groups are many, e.g. BLiMP's 80). ``model_identity(task,
+    encoder, options)``: the kind reads the encoder's model itself, not stores: its table has no
+    train/dev/test keys, its job gets the encoder as ``job.model``, and this returns the JSON-able identity of
+    everything the job reads (model, LM head, data, their code), which keys its cached job. ``baselines`` are the
     baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key and
     resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for kinds with
     no hyperparameter to choose. A kind without exactly one headline among its metrics is refused when it is
@@ -218,6 +231,8 @@ class TaskKind:
     beside: tuple[str, ...] = ()
     overview: bool = False
     figures: FigureHook | None = None
+    layer_figures: bool = True
+    model_identity: Callable[[str, Any, Mapping[str, Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]

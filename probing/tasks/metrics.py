@@ -47,13 +47,18 @@ MDL = (
         higher_is_better=False,
     ),
 )
+# minimal pairs (issue 29): the share of pairs whose differing words are all in the LM head's vocabulary, and
+# the accuracy on those pairs
+COVERAGE = Metric("coverage", "pairs with every differing word in the LM's vocabulary (%)", True, _FRACTION)
+ACCURACY_COVERED = Metric("accuracy_covered", "accuracy on covered pairs (%)", True, _FRACTION)
 
 TAGGING_METRICS = (ACCURACY, CONTROL_ACCURACY, SELECTIVITY, BEST_LAYER_MARGIN, OOV_RATE, *OOV_SPLIT, *MDL)
 WSD_METRICS = (F1, BEST_LAYER_MARGIN)
 DISTANCE_METRICS = (UUAS, DSPR, CONTROL_UUAS, CONTROL_DSPR, SELECTIVITY)
 DEPTH_METRICS = (ROOT_ACC, NSPR, CONTROL_ROOT_ACC, CONTROL_NSPR, SELECTIVITY)
+MINIMAL_PAIRS_METRICS = (ACCURACY, COVERAGE, ACCURACY_COVERED)
 
 # registry order: where a results table without provenance has several kinds' headlines for one task, the
 # first in this order wins (F1 before accuracy: a WSD task's rows may include accuracy)
-for _metric in (F1, *TAGGING_METRICS, *DISTANCE_METRICS, *DEPTH_METRICS):
+for _metric in (F1, *TAGGING_METRICS, *DISTANCE_METRICS, *DEPTH_METRICS, *MINIMAL_PAIRS_METRICS):
     register_metric(_metric)

@@ -227,7 +227,15 @@ def structural_baselines(
 def _run(job: Job, kind: str) -> TaskOutput:
     opts = StructuralOptions(**job.options)
     out = structural_probes(
-        job.task, kind, job.encoder, job.train, job.dev, job.tests, job.settings, progress=job.progress, **asdict(opts)
+        job.task,
+        kind,
+        job.encoder,
+        job.train_part(),
+        job.dev,
+        job.tests,
+        job.settings,
+        progress=job.progress,
+        **asdict(opts),
     )
     if job.with_baselines and job.baselines:
         out.extend(structural_baselines(job.task, kind, job.tests, job.settings, which=job.baselines))

@@ -716,7 +716,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
     out = tagging_probes(
         job.task,
         job.encoder,
-        job.train,
+        job.train_part(),
         job.dev,
         job.tests,
         labels,
@@ -731,7 +731,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
         out.extend(
             tagging_baselines(
                 job.task,
-                job.train,
+                job.train_part(),
                 job.dev,
                 job.tests,
                 labels,

@@ -231,7 +231,7 @@ def _run(job: Job) -> TaskOutput:
     out = wsd_1nn(
         job.task,
         job.encoder,
-        job.train,
+        job.train_part(),
         job.tests,
         job.settings,
         inventory=job.inventory,
@@ -243,7 +243,7 @@ def _run(job: Job) -> TaskOutput:
         out.extend(
             wsd_baselines(
                 job.task,
-                job.train,
+                job.train_part(),
                 job.tests,
                 job.settings,
                 inventory=job.inventory,
