@@ -255,6 +255,12 @@ def lm_effect(
         raise InputError(
             f"lm_effect: every intervention must edit the same model as {fitted[0].name!r}; {others} do not"
         )
+    tags = [e.intervention for e in fitted]
+    twice = sorted({t for t in tags if tags.count(t) > 1})
+    if twice:
+        raise InputError(
+            f"lm_effect: interventions named alike would share rows: {twice} (give each a label or method)"
+        )
     model, head = load_model(base.model) if head is None else (base.model, head)
     texts = list(sentences)
     if not texts:

@@ -433,3 +433,64 @@ def test_lm_effect_errors(erasers, base, head):
     other._model_fingerprint = "another model"
     with pytest.raises(InputError, match="same model"):
         lm_effect([one, IntervenedElmoEncoder(other, 1, *erasers, name="x")], SENTENCES, head=head)
+    with pytest.raises(InputError, match="named alike"):
+        lm_effect([one, IntervenedElmoEncoder(base, 1, *erasers, name="again")], SENTENCES, head=head)
+
+
+def identity_eraser(width: int) -> Eraser:
+    """An eraser that removes nothing (rank 0): ``transform`` subtracts an exact zero."""
+    eraser = fit_eraser(np.zeros((2, width)), None, "random", rank=1)
+    eraser.proj_left_, eraser.proj_right_, eraser.rank_ = np.zeros((width, 0)), np.zeros((0, width)), 0
+    return eraser
+
+
+def test_lm_effect_of_the_top_layer_equals_scoring_with_the_eraser_folded_into_the_head(elmo, erasers, base, head):
+    """Erasing the top layer (one eraser for both directions) is an affine map the head reads: logits
+    ``W (P h + c) + b`` = ``(W P) h + (W c + b)``. So the intervened perplexity must equal
+    :func:`probing.lm.score.iter_scores` of the unedited model with that folded head (an independent path)."""
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.lm import SoftmaxHead
+    from probing.lm.score import iter_scores
+
+    eraser = fit_eraser(np.random.default_rng(3).standard_normal((40, 16)), np.arange(40) % 3)
+    top = IntervenedElmoEncoder(base, 2, eraser, eraser, label="toy", method="leace")
+    table = lm_effect([top], SENTENCES, head=head, n_boot=50)
+    w, b = head.weight.double().numpy(), head.bias.double().numpy()
+    shift = eraser.proj_left_ @ (eraser.proj_right_ @ eraser.bias_)  # c: transform(h) = P h + c
+    folded = SoftmaxHead(w @ eraser.projection_, w @ shift + b, head.vocab)
+    totals = np.array([(s.total_forward, s.total_backward) for _, s in iter_scores(SENTENCES, elmo, folded)])
+    count = sum(len(s) + 1 for s in SENTENCES)
+    want = np.exp(-np.array([totals[:, 0].sum(), totals[:, 1].sum(), totals.sum() / 2]) / count)
+    rows = table[(table["intervention"] == "intervene:2:toy:leace") & (table["measure"] == "perplexity")]
+    np.testing.assert_allclose(rows["value"].to_numpy(), want, rtol=1e-5)
+
+
+def test_lm_effect_on_the_bundled_model(tmp_path):
+    """The bundled model and its own LM head, three sentences and two pairs: the unedited perplexities are
+    those of :func:`probing.lm.sentence_scores`; an intervention that removes nothing changes nothing, bit
+    for bit (value, change and its CI all exactly 0); a rank-64 random subspace out of layer 1 does change
+    the perplexity (what the top layer computes from layer 1 moved)."""
+    import pandas as pd
+
+    from probing.encoders import ElmoEncoder
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.lm import sentence_scores
+
+    model = Elmo.from_pretrained("default")
+    base = ElmoEncoder.from_model(model)
+    half = base.dim // 2
+    none = IntervenedElmoEncoder(base, 1, identity_eraser(half), identity_eraser(half), label="none", method="identity")
+    noise = [fit_eraser(np.zeros((2, half)), None, "random", rank=64, random_state=s) for s in (1, 2)]
+    control = IntervenedElmoEncoder(base, 1, *noise, label="none")
+    texts = ["The cat sat on the mat .", "It rained in May .", "Colorless green ideas sleep furiously ."]
+    pairs = pd.DataFrame([PAIRS[0], PAIRS[2]], columns=["good", "bad"])
+    table = lm_effect([none, control], texts, pairs, n_boot=100).set_index(["intervention", "measure", "direction"])
+    scores = sentence_scores(texts, model)
+    count = (scores["n_words"] + 1).sum()
+    want = np.exp(-scores[["logprob_forward", "logprob_backward", "logprob_both"]].sum().to_numpy() / count)
+    got = table.loc[("", "perplexity")].loc[["forward", "backward", "both"], "value"].to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    unedited, identity = table.loc[""], table.loc[none.intervention]
+    assert unedited["value"].tolist() == identity["value"].tolist()
+    assert (identity[["change", "change_ci_low", "change_ci_high"]] == 0).all().all()
+    assert (table.loc[(control.intervention, "perplexity"), "change"].abs() > 1e-3).all()
