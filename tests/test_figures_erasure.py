@@ -27,6 +27,7 @@ SCORES = {
     ("supersense", "elmo-no-upos", "intervene:1:upos:leace"): (0.60, 0.70, 0.72),
     ("supersense", "elmo-no-upos-random", "intervene:1:upos:random"): (0.60, 0.80, 0.81),
     ("supersense", "glove-like", ""): (0.55, 0.55, 0.55),
+    ("upos", "elmo-no-upos", "intervene:1:upos:leace"): (0.88, 0.40, 0.80),
 }
 
 
@@ -79,6 +80,7 @@ def test_used_panel_draws_drops_for_the_eraser_and_its_random_control():
     np.testing.assert_allclose(lines["present-unedited-elmo"], [88, 96, 94])
     np.testing.assert_allclose(lines["present-leace-elmo"], [30, 35, 40])
     np.testing.assert_allclose(lines["present-random-elmo"], [87, 96, 93])
+    np.testing.assert_allclose(lines["present-leace-biLM-elmo"], [88, 40, 80])  # elmo-no-upos, beside its base
     # the LM: perplexity changes per direction, LEACE beside its control
     np.testing.assert_allclose(bars(lm, "lm-intervene:1:upos:leace")[0], [12, 13, 14])
     np.testing.assert_allclose(bars(lm, "lm-intervene:1:upos:random")[0], [0.5, 1.5, 2.5])
@@ -94,7 +96,8 @@ def test_bases_override_and_unknown_base_skips_the_intervened_rows():
     used = fig.axes[1]
     np.testing.assert_allclose(bars(used, "used-leace")[0], [10, 5, 12, -15, -17])
     table = results()
-    table.loc[table["encoder"].str.startswith("elmo-no-upos") & (table["layer"] == "0"), "value"] = 0.61
+    moved = table["encoder"].str.startswith("elmo-no-upos") & (table["layer"] == "0")
+    table.loc[moved, ["value", "ci_low", "ci_high"]] += 0.001
     used = present_vs_used(table, "supersense").axes[1]
     assert len(bars(used, "used-leace")[0]) == 3
 
@@ -119,4 +122,5 @@ def test_the_report_draws_present_vs_used_through_the_kinds_hook():
     figs = draw_figures(results(), kinds={"upos": "tagging", "supersense": "supersense"})
     assert {"present_vs_used_upos", "present_vs_used_supersense"} <= set(figs)
     used = figs["present_vs_used_upos"].axes[1]
-    np.testing.assert_allclose(bars(used, "used-leace")[0], [58, 61, 54])  # UPOS itself, erased: guardedness
+    # UPOS itself erased from each stored layer (guardedness), then inside the biLM (layers 1 and 2)
+    np.testing.assert_allclose(bars(used, "used-leace")[0], [58, 61, 54, 56, 14])

@@ -135,34 +135,43 @@ def _present(agg: pd.DataFrame, prop: str, dataset: str, split: str) -> pd.DataF
     return sel[sel["metric"] == metric]
 
 
-def _draw_present(ax: Axes, rows: pd.DataFrame, prop: str) -> None:
+def _draw_present(ax: Axes, rows: pd.DataFrame, prop: str, agg: pd.DataFrame, bases: Mapping[str, str] | None) -> None:
+    """The property's probe per layer: each encoder that was erased (``erase:`` rows) or intervened on, unedited
+    and after each eraser; an intervened encoder's line is drawn beside the encoder it was made from."""
     metric = str(rows["metric"].iloc[0])
     scale = metric_info(metric).scale
-    styles = {"": ("unedited", OKABE_ITO["blue"], "-"), "leace": (None, ERASED_COLOUR, "--")}
-    plain = rows[rows[INTERVENTION] == ""]
-    encoders = list(dict.fromkeys(plain["encoder"]))
-    for tag, g in rows.groupby(INTERVENTION, sort=False):
-        if tag and not str(tag).startswith("erase:"):
+    lines: list[tuple[str, str, pd.DataFrame]] = []  # (base encoder, method or "", rows)
+    for (tag, enc), g in rows.groupby([INTERVENTION, "encoder"], sort=False):
+        if not tag:
             continue
-        method = parse_intervention(str(tag))[2] if tag else ""
-        label, colour, line = styles.get(method, (None, CONTROL_COLOUR, ":"))
-        for enc, e in g[g["encoder"].isin(encoders)].groupby("encoder", sort=False):
-            e = e[e["layer"].str.fullmatch(r"\d+")].sort_values("layer", key=lambda s: s.map(layer_sort_key))
-            x = e["layer"].astype(int).to_numpy()
-            v = e["value"].to_numpy() * scale
-            err = np.vstack([v - e["ci_low"].to_numpy() * scale, e["ci_high"].to_numpy() * scale - v])
-            name = label or f"after {method}"
-            ax.errorbar(
-                x,
-                v,
-                yerr=np.nan_to_num(err),
-                color=colour,
-                linestyle=line,
-                marker="o",
-                capsize=3,
-                label=name if len(encoders) == 1 else f"{enc}, {name}",
-                gid=f"present-{method or 'unedited'}-{enc}",
-            )
+        where, _, method = parse_intervention(str(tag))
+        if where == "erase":
+            lines.append((str(enc), method, g))
+        else:
+            base = _base_of(agg, str(enc), int(where.split(":")[1]), bases)
+            if base is not None:
+                lines.append((base, f"{method}, in biLM", g))
+    shown = list(dict.fromkeys(base for base, _, _ in lines))
+    plain = rows[(rows[INTERVENTION] == "") & rows["encoder"].isin(shown)]
+    lines = [(str(enc), "", g) for enc, g in plain.groupby("encoder", sort=False)] + lines
+    for enc, method, g in lines:
+        g = g[g["layer"].str.fullmatch(r"\d+")].sort_values("layer", key=lambda s: s.map(layer_sort_key))
+        x = g["layer"].astype(int).to_numpy()
+        v = g["value"].to_numpy() * scale
+        err = np.vstack([v - g["ci_low"].to_numpy() * scale, g["ci_high"].to_numpy() * scale - v])
+        colour = OKABE_ITO["blue"] if not method else CONTROL_COLOUR if method.startswith("random") else ERASED_COLOUR
+        name = f"after {method}" if method else "unedited"
+        ax.errorbar(
+            x,
+            v,
+            yerr=np.nan_to_num(err),
+            color=colour,
+            linestyle=":" if "in biLM" in method else "--" if method else "-",
+            marker="o",
+            capsize=3,
+            label=name if len(shown) == 1 else f"{enc}, {name}",
+            gid=f"present-{method.replace(', in biLM', '-biLM') or 'unedited'}-{enc}",
+        )
     ax.set_xlabel("layer")
     ax.set_xticks(sorted({int(v) for v in rows["layer"] if str(v).isdigit()}))
     ax.set_ylabel(f"{prop} probe, {metric_info(metric).label}")
@@ -296,7 +305,7 @@ def present_vs_used(
         for row, (prop, present, drops, has_lm) in zip(axes, panels):
             col = 0
             if not present.empty:
-                _draw_present(row[col], present, prop)
+                _draw_present(row[col], present, prop, agg, bases)
                 col += 1
             if drops.empty:
                 row[col].text(0.5, 0.5, "no unedited rows to compare with", ha="center", transform=row[col].transAxes)
