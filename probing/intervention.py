@@ -5,8 +5,12 @@ In ELMo each direction's layer ``n + 1`` reads only its own direction's layer ``
 the skip connection), so one eraser is fitted per direction half (``"1f"``, ``"1b"``) on a store of the
 unedited model, and the two are applied inside :meth:`probing.elmo.model.BiLM.forward` (its ``edits``). The
 stored layer ``n`` of the intervened encoder is the erased one, layers above it are recomputed from it, the
-layers below and each layer's own recurrence are unchanged. Its fingerprint covers the base encoder's and both
-erasers' fingerprints, so its stores are keyed by the erasers.
+layers below and each layer's own recurrence are unchanged (erasing the top layer recomputes nothing, but it
+is what the LM head reads). Its fingerprint covers the base encoder's and both erasers' fingerprints, so its
+stores are keyed by the erasers.
+
+:func:`lm_effect` measures what an intervention does to the LM itself (held-out perplexity per direction,
+minimal-pair accuracy), beside the unedited model and against the same-rank random control.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +27,13 @@ from probing.encoders import ElmoEncoder, RandomElmoEncoder
 from probing.erasure import Eraser, fit_eraser_on_store
 from probing.errors import InputError
 from probing.protocols import CorpusLike, StoreLike
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from probing.elmo import Elmo
+    from probing.elmo.model import Edits
+    from probing.lm.head import LmHead
 
 
 class _Intervention:
@@ -69,10 +80,8 @@ class IntervenedElmoEncoder(_Intervention):
         name: str | None = None,
     ):
         n_layers = base.options.n_layers
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer < n_layers:
-            raise InputError(
-                f"intervene: layer must be a biLSTM layer below the top one (1..{n_layers - 1}), got {layer!r}"
-            )
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= n_layers:
+            raise InputError(f"intervene: layer must be a biLSTM layer (1..{n_layers}), got {layer!r}")
         half = base.dim // 2
         for side, eraser in (("forward", forward), ("backward", backward)):
             if getattr(eraser, "n_features_in_", None) != half:
@@ -94,10 +103,14 @@ class IntervenedElmoEncoder(_Intervention):
             h.update(eraser.fingerprint.encode())
         return h.hexdigest()
 
+    @property
+    def edits(self) -> Edits:
+        """The biLM's ``edits`` (:data:`probing.elmo.model.Edits`): both erasers on layer ``layer``."""
+        return {self.layer: (self.erasers[0].torch_transform, self.erasers[1].torch_transform)}
+
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """As the base encoder's ``encode``, with the erasers applied inside the biLM."""
-        edits = {self.layer: (self.erasers[0].torch_transform, self.erasers[1].torch_transform)}
-        return self.base.model.embed(sentences, batch_size=self.base.batch_size, edits=edits)
+        return self.base.model.embed(sentences, batch_size=self.base.batch_size, edits=self.edits)
 
     def __repr__(self) -> str:
         return f"IntervenedElmoEncoder(name={self.name!r}, {self.intervention}, base={self.base!r})"
@@ -170,3 +183,135 @@ class LazyIntervenedEncoder(_Intervention):
     def __repr__(self) -> str:
         state = "fitted" if "fitted" in self.__dict__ else "not fitted"
         return f"LazyIntervenedEncoder(name={self.name!r}, {self.intervention}, {state}, base={self.base!r})"
+
+
+# ----------------------------------------------------------------------------- the LM's behaviour
+
+LM_EFFECT_COLUMNS = (
+    "intervention",
+    "measure",
+    "direction",
+    "value",
+    "ci_low",
+    "ci_high",
+    "change",
+    "change_ci_low",
+    "change_ci_high",
+    "n",
+)
+DIRECTIONS = ("forward", "backward", "both")
+
+
+class _EditedModel:
+    """An :class:`~probing.elmo.Elmo` whose biLM runs with ``edits``: what :mod:`probing.lm`'s scoring reads
+    (``bilm``, ``options``, ``device``, ``precision``, ...), so the LM is scored on the intervened model."""
+
+    def __init__(self, model: Elmo, edits: Edits):
+        self._model = model
+        self.bilm = functools.partial(model.bilm, edits=edits)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_model":
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+
+def lm_effect(
+    interventions: Sequence[IntervenedElmoEncoder | LazyIntervenedEncoder],
+    sentences: Iterable[str | Sequence[str]],
+    pairs: str | pd.DataFrame | None = None,
+    *,
+    head: LmHead | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    batch_size: int = 64,
+) -> pd.DataFrame:
+    """Elazar et al.'s behavioural measure: what each intervention does to the LM, beside the unedited model.
+
+    ``interventions`` share one base ELMo (e.g. LEACE and its same-rank random control on layer 1);
+    ``sentences``: held-out text (tokenized, or strings for :func:`probing.tokenize.tokenize`); ``pairs``:
+    minimal pairs (``"blimp"``, ``"pairs:PATH"`` or a DataFrame with ``good``, ``bad``), or None. ``head``:
+    the LM head (default: the model's own, :func:`probing.lm.score.load_model`).
+
+    One row per (intervention, measure, direction), the unedited model first (``intervention`` ``""``):
+    ``measure`` ``"perplexity"`` (``exp`` of the mean negative log-probability per prediction, each sentence's
+    words plus its boundary token, as :mod:`probing.lm.score` predicts them; ``both``: the mean of the two
+    directions' log-probabilities) or ``"pair_accuracy"`` (share of pairs whose good sentence scores strictly
+    higher, :func:`probing.lm.pairs.pair_outcomes`; pooled over pairs, not BLiMP's mean over paradigms);
+    ``value`` with a 95 % bootstrap CI over sentences or pairs (``n_boot`` draws), ``change`` = value minus the
+    unedited value with a paired bootstrap CI (the same draws for both), ``n`` sentences or pairs.
+    """
+    import pandas as pd
+
+    from probing.lm.pairs import load_pairs, pair_outcomes
+    from probing.lm.score import iter_scores, load_model
+
+    fitted = [e.fitted if isinstance(e, LazyIntervenedEncoder) else e for e in interventions]
+    if not fitted:
+        raise InputError("lm_effect: give at least one intervention (e.g. LEACE and its random control)")
+    base = fitted[0].base
+    others = [e.name for e in fitted if e.base.fingerprint != base.fingerprint]
+    if others:
+        raise InputError(
+            f"lm_effect: every intervention must edit the same model as {fitted[0].name!r}; {others} do not"
+        )
+    tags = [e.intervention for e in fitted]
+    twice = sorted({t for t in tags if tags.count(t) > 1})
+    if twice:
+        raise InputError(
+            f"lm_effect: interventions named alike would share rows: {twice} (give each a label or method)"
+        )
+    model, head = load_model(base.model) if head is None else (base.model, head)
+    texts = list(sentences)
+    if not texts:
+        raise InputError("lm_effect: no held-out sentences to score")
+    pair_table = None if pairs is None else (load_pairs(pairs)[1] if isinstance(pairs, str) else pairs)
+    runs: list[tuple[str, Any]] = [("", model), *((e.intervention, _EditedModel(model, e.edits)) for e in fitted)]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(texts), (n_boot, len(texts)))
+    pair_draws = None if pair_table is None else rng.integers(0, len(pair_table), (n_boot, len(pair_table)))
+    rows: list[dict] = []
+    reference: dict[tuple[str, str], tuple[float, np.ndarray]] = {}
+    for tag, scored_model in runs:
+        totals = np.array(
+            [
+                (s.total_forward, s.total_backward, len(s.words) + 1)
+                for _, s in iter_scores(texts, scored_model, head, batch_size=batch_size)
+            ]
+        )
+        measures = [("perplexity", _perplexities(totals), _perplexities_boot(totals, draws), len(texts))]
+        if pair_table is not None and pair_draws is not None:
+            right = pair_outcomes(pair_table, scored_model, head, batch_size=batch_size)
+            hits = right[[f"right_{d}" for d in DIRECTIONS]].to_numpy(dtype=np.float64)
+            measures.append(("pair_accuracy", hits.mean(0), hits[pair_draws].mean(1), len(pair_table)))
+        for measure, values, boot, n in measures:
+            for j, direction in enumerate(DIRECTIONS):
+                ref_value, ref_boot = reference.setdefault((measure, direction), (values[j], boot[:, j]))
+                change = boot[:, j] - ref_boot
+                rows.append(
+                    {
+                        "intervention": tag,
+                        "measure": measure,
+                        "direction": direction,
+                        "value": float(values[j]),
+                        "ci_low": float(np.percentile(boot[:, j], 2.5)),
+                        "ci_high": float(np.percentile(boot[:, j], 97.5)),
+                        "change": float(values[j] - ref_value),
+                        "change_ci_low": float(np.percentile(change, 2.5)),
+                        "change_ci_high": float(np.percentile(change, 97.5)),
+                        "n": n,
+                    }
+                )
+    return pd.DataFrame(rows, columns=list(LM_EFFECT_COLUMNS))
+
+
+def _perplexities(totals: np.ndarray) -> np.ndarray:
+    """Forward, backward and both perplexities ``(3,)`` from per-sentence ``(log p fw, log p bw, predictions)``."""
+    return _perplexities_boot(totals, np.arange(len(totals))[None])[0]
+
+
+def _perplexities_boot(totals: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The perplexities ``(n_draws, 3)`` of each resample of sentences (``draws`` ``(n_draws, n)`` row indices)."""
+    sums = totals[draws].sum(axis=1)
+    fw, bw, count = sums[:, 0], sums[:, 1], sums[:, 2]
+    return np.exp(-np.stack([fw / count, bw / count, (fw + bw) / (2 * count)], axis=1))

@@ -53,6 +53,15 @@ __all__ = [
 
 # Keyed by figure-name prefix: a figure named "layer_scores_upos" gets the "layer_scores" note.
 FIGURE_NOTES = {
+    "present_vs_used": (
+        "Left: the erased property's own probe per layer (present), unedited and after each eraser: after "
+        "LEACE it should fall towards the majority class, after the same-rank random subspace stay put. Middle: "
+        "how many points the task loses on each layer when the property is erased (used): LEACE beside the "
+        "random control of the same rank; only a drop well beyond the control's says the task relied on the "
+        "property. 'in biLM' bars erase the property inside the model (the layers above recomputed from the "
+        "erased one) and compare with the unedited model. Error bars: 95% intervals; a drop's combines the two "
+        "scores' intervals as if independent (conservative: both score the same sentences)."
+    ),
     "learning_curve": (
         "Each line is one layer's probe retrained on the first 1 %, 2 %, ... of the training sentences (one "
         "seeded order, nested prefixes; the probe's C chosen on dev at every size), scored on the test set; "
@@ -161,6 +170,7 @@ FIGURE_TITLES = {
     "compression": "Compression per layer",
     "similarity": "Layer similarity",
     "overview": "Overview: part of speech and word sense per layer",
+    "present_vs_used": "Present vs used: what erasing a property costs",
 }
 
 _MIME = {".png": "image/png", ".svg": "image/svg+xml"}

@@ -163,11 +163,23 @@ def test_intervened_encoder_recomputes_layer_2_from_the_erased_layer_1(elmo, era
 def test_intervened_encoder_rejects_bad_layers_and_widths(erasers, base):
     from probing.intervention import IntervenedElmoEncoder
 
-    with pytest.raises(InputError, match="below the top one"):
-        IntervenedElmoEncoder(base, 2, *erasers)
+    with pytest.raises(InputError, match="biLSTM layer \\(1..2\\)"):
+        IntervenedElmoEncoder(base, 3, *erasers)
     wide = fit_eraser(np.random.default_rng(0).standard_normal((50, 32)), np.arange(50) % 2)
     with pytest.raises(InputError, match="width 16"):
         IntervenedElmoEncoder(base, 1, erasers[0], wide)
+
+
+def test_intervening_on_the_top_layer_erases_what_the_lm_head_reads(elmo, erasers, base):
+    """Layer 2 (the top one) erased inside the biLM: stored layer 2 is the erasers' map of the unedited one, per
+    half, and the layers below are unchanged (nothing above it is recomputed)."""
+    from probing.intervention import IntervenedElmoEncoder
+
+    enc = IntervenedElmoEncoder(base, 2, *erasers)
+    for g, p in zip(enc.encode(SENTENCES), base.encode(SENTENCES)):
+        assert np.array_equal(g[:2], p[:2])
+        halves = [erasers[0].transform(p[2][:, :16]), erasers[1].transform(p[2][:, 16:])]
+        assert np.abs(g[2] - np.hstack(halves)).max() < 1e-5
 
 
 def test_fit_intervention_on_the_base_encoders_store(base, tmp_path):
@@ -330,3 +342,155 @@ def test_task_erase_option_lists_and_keys():
         ["erase:xpos:inlp", "erase:xpos:random"],
     ]
     assert "erase" not in plain.to_dict() and task.to_dict()["erase"][1] == {"label": "xpos", "method": "inlp"}
+
+
+# -- the LM's behaviour (lm_effect) ---------------------------------------------------------------------------
+
+PAIRS = [
+    ("The cat sat on the mat .", "The cat sit on the mat ."),
+    ("I saw Paris in May .", "I seen Paris in May ."),
+    ("Yes , it rained .", "Yes , it rain ."),
+    ("They care about the government .", "They cares about the government ."),
+]
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A synthetic full softmax over the AllenNLP test vocabulary, 16 wide like each direction's top layer."""
+    from probing.lm import SoftmaxHead
+    from probing.lm.head import read_vocab
+
+    vocab = read_vocab(FIX / "vocab_test.txt")
+    rng = np.random.default_rng(0)
+    return SoftmaxHead(rng.standard_normal((len(vocab), 16)), rng.standard_normal(len(vocab)), vocab)
+
+
+def slow_logprob(elmo: Elmo, head, sentence: list[str], edits) -> tuple[float, float]:
+    """One sentence alone through the autograd path with ``edits``: float64 log-softmax totals of the forward
+    (``w1 .. wn </S>``) and backward (``<S> w1 .. wn``) predictions."""
+    with torch.enable_grad():
+        _, fw, bw, _, _ = elmo.bilm(torch.from_numpy(batch_char_ids([sentence])), edits=edits)
+    w, b = head.weight.double().numpy(), head.bias.double().numpy()
+    tokens = ["<S>", *sentence, "</S>"]
+    target = [head.index.get(t, head.unk) for t in tokens]
+
+    def logp(h: torch.Tensor, t: int) -> float:
+        z = w @ h.detach().double().numpy() + b
+        return float(z[t] - np.log(np.exp(z - z.max()).sum()) - z.max())
+
+    n = len(sentence)
+    forward = sum(logp(fw[-1][0, k], target[k + 1]) for k in range(n + 1))
+    backward = sum(logp(bw[-1][0, k], target[k - 1]) for k in range(1, n + 2))
+    return forward, backward
+
+
+def test_lm_effect_matches_a_straightforward_computation(elmo, erasers, base, head):
+    """Perplexity per direction and minimal-pair accuracy of the unedited model, the LEACE intervention and a
+    rank-1 random control, each equal to a sentence-at-a-time float64 computation on the autograd path; the
+    change is the difference to the unedited row, with a paired bootstrap CI (zero for the unedited row)."""
+    import pandas as pd
+
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+
+    leace = IntervenedElmoEncoder(base, 1, *erasers, label="caps", method="leace")
+    random = [fit_eraser(np.zeros((2, 16)), None, "random", rank=1, random_state=s) for s in (1, 2)]
+    control = IntervenedElmoEncoder(base, 1, *random, label="caps", method="random")
+    pairs = pd.DataFrame(PAIRS, columns=["good", "bad"])
+    table = lm_effect([leace, control], SENTENCES, pairs, head=head, n_boot=200, batch_size=2)
+    assert list(table["intervention"].unique()) == ["", "intervene:1:caps:leace", "intervene:1:caps:random"]
+    for tag, edits in (("", None), (leace.intervention, leace.edits), (control.intervention, control.edits)):
+        rows = table[table["intervention"] == tag].set_index(["measure", "direction"])
+        totals = np.array([slow_logprob(elmo, head, s, edits) for s in SENTENCES])
+        count = sum(len(s) + 1 for s in SENTENCES)
+        want = np.exp(-np.array([totals[:, 0].sum(), totals[:, 1].sum(), totals.sum() / 2]) / count)
+        got = rows.loc["perplexity"].loc[["forward", "backward", "both"], "value"].to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        good = np.array([slow_logprob(elmo, head, g.split(), edits) for g, _ in PAIRS])
+        bad = np.array([slow_logprob(elmo, head, b.split(), edits) for _, b in PAIRS])
+        right = [np.mean(good[:, 0] > bad[:, 0]), np.mean(good[:, 1] > bad[:, 1]), np.mean(good.sum(1) > bad.sum(1))]
+        assert rows.loc["pair_accuracy"].loc[["forward", "backward", "both"], "value"].tolist() == right
+        assert (rows["ci_low"] <= rows["value"] + 1e-12).all() and (rows["value"] <= rows["ci_high"] + 1e-12).all()
+    base_rows = table[table["intervention"] == ""]
+    assert (base_rows[["change", "change_ci_low", "change_ci_high"]] == 0).all().all()
+    edited = table[table["intervention"] == leace.intervention].reset_index(drop=True)
+    np.testing.assert_allclose(edited["change"], edited["value"] - base_rows["value"].to_numpy())
+    perplexity = edited[edited["measure"] == "perplexity"]
+    assert (perplexity["change"].abs() > 1e-3).all()  # the edit did act on what the head reads
+    assert set(table.loc[table["measure"] == "perplexity", "n"]) == {len(SENTENCES)}
+    assert set(table.loc[table["measure"] == "pair_accuracy", "n"]) == {len(PAIRS)}
+
+
+def test_lm_effect_errors(erasers, base, head):
+    from probing.encoders import ElmoEncoder
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+
+    with pytest.raises(InputError, match="at least one intervention"):
+        lm_effect([], SENTENCES, head=head)
+    one = IntervenedElmoEncoder(base, 1, *erasers)
+    with pytest.raises(InputError, match="no held-out sentences"):
+        lm_effect([one], [], head=head)
+    other = ElmoEncoder.from_model(Elmo.from_files(FIX / "options.json", FIX / "lm_weights.hdf5"), name="other")
+    other._model_fingerprint = "another model"
+    with pytest.raises(InputError, match="same model"):
+        lm_effect([one, IntervenedElmoEncoder(other, 1, *erasers, name="x")], SENTENCES, head=head)
+    with pytest.raises(InputError, match="named alike"):
+        lm_effect([one, IntervenedElmoEncoder(base, 1, *erasers, name="again")], SENTENCES, head=head)
+
+
+def identity_eraser(width: int) -> Eraser:
+    """An eraser that removes nothing (rank 0): ``transform`` subtracts an exact zero."""
+    eraser = fit_eraser(np.zeros((2, width)), None, "random", rank=1)
+    eraser.proj_left_, eraser.proj_right_, eraser.rank_ = np.zeros((width, 0)), np.zeros((0, width)), 0
+    return eraser
+
+
+def test_lm_effect_of_the_top_layer_equals_scoring_with_the_eraser_folded_into_the_head(elmo, erasers, base, head):
+    """Erasing the top layer (one eraser for both directions) is an affine map the head reads: logits
+    ``W (P h + c) + b`` = ``(W P) h + (W c + b)``. So the intervened perplexity must equal
+    :func:`probing.lm.score.iter_scores` of the unedited model with that folded head (an independent path)."""
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.lm import SoftmaxHead
+    from probing.lm.score import iter_scores
+
+    eraser = fit_eraser(np.random.default_rng(3).standard_normal((40, 16)), np.arange(40) % 3)
+    top = IntervenedElmoEncoder(base, 2, eraser, eraser, label="toy", method="leace")
+    table = lm_effect([top], SENTENCES, head=head, n_boot=50)
+    w, b = head.weight.double().numpy(), head.bias.double().numpy()
+    shift = eraser.proj_left_ @ (eraser.proj_right_ @ eraser.bias_)  # c: transform(h) = P h + c
+    folded = SoftmaxHead(w @ eraser.projection_, w @ shift + b, head.vocab)
+    totals = np.array([(s.total_forward, s.total_backward) for _, s in iter_scores(SENTENCES, elmo, folded)])
+    count = sum(len(s) + 1 for s in SENTENCES)
+    want = np.exp(-np.array([totals[:, 0].sum(), totals[:, 1].sum(), totals.sum() / 2]) / count)
+    rows = table[(table["intervention"] == "intervene:2:toy:leace") & (table["measure"] == "perplexity")]
+    np.testing.assert_allclose(rows["value"].to_numpy(), want, rtol=1e-5)
+
+
+def test_lm_effect_on_the_bundled_model(tmp_path):
+    """The bundled model and its own LM head, three sentences and two pairs: the unedited perplexities are
+    those of :func:`probing.lm.sentence_scores`; an intervention that removes nothing changes nothing, bit
+    for bit (value, change and its CI all exactly 0); a rank-64 random subspace out of layer 1 does change
+    the perplexity (what the top layer computes from layer 1 moved)."""
+    import pandas as pd
+
+    from probing.encoders import ElmoEncoder
+    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.lm import sentence_scores
+
+    model = Elmo.from_pretrained("default")
+    base = ElmoEncoder.from_model(model)
+    half = base.dim // 2
+    none = IntervenedElmoEncoder(base, 1, identity_eraser(half), identity_eraser(half), label="none", method="identity")
+    noise = [fit_eraser(np.zeros((2, half)), None, "random", rank=64, random_state=s) for s in (1, 2)]
+    control = IntervenedElmoEncoder(base, 1, *noise, label="none")
+    texts = ["The cat sat on the mat .", "It rained in May .", "Colorless green ideas sleep furiously ."]
+    pairs = pd.DataFrame([PAIRS[0], PAIRS[2]], columns=["good", "bad"])
+    table = lm_effect([none, control], texts, pairs, n_boot=100).set_index(["intervention", "measure", "direction"])
+    scores = sentence_scores(texts, model)
+    count = (scores["n_words"] + 1).sum()
+    want = np.exp(-scores[["logprob_forward", "logprob_backward", "logprob_both"]].sum().to_numpy() / count)
+    got = table.loc[("", "perplexity")].loc[["forward", "backward", "both"], "value"].to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    unedited, identity = table.loc[""], table.loc[none.intervention]
+    assert unedited["value"].tolist() == identity["value"].tolist()
+    assert (identity[["change", "change_ci_low", "change_ci_high"]] == 0).all().all()
+    assert (table.loc[(control.intervention, "perplexity"), "change"].abs() > 1e-3).all()

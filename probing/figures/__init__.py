@@ -12,6 +12,8 @@ writing nothing:
 * :mod:`~probing.figures.syntax`: :func:`metric_by_layer`, :func:`rank_sweep`, :func:`tree_comparison`;
 * :mod:`~probing.figures.grammar`: :func:`minimal_pairs_figure` (BLiMP by phenomenon beside the authors'
   models), :func:`agreement_figure` (accuracy vs attractors).
+* :mod:`~probing.figures.erasure`: :func:`present_vs_used` (a property's probe accuracy beside what erasing it
+  costs other tasks and the LM; every built-in kind's figure hook draws it when a task has erased rows).
 
 Seeds are averaged by :func:`probing.results.aggregate.aggregate` (re-exported here as :func:`aggregate`).
 The input tables are described in :mod:`probing.figures.layers`.
@@ -19,6 +21,7 @@ The input tables are described in :mod:`probing.figures.layers`.
 
 from probing.figures.curves import learning_curves
 from probing.figures.grammar import agreement_figure, minimal_pairs_figure
+from probing.figures.erasure import present_vs_used
 from probing.figures.layers import (
     default_metric,
     layer_scores,
@@ -61,6 +64,7 @@ __all__ = [
     "oov_split",
     "overview",
     "overview_tasks",
+    "present_vs_used",
     "rank_sweep",
     "save",
     "selectivity",

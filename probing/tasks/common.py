@@ -166,6 +166,14 @@ FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
 T = TypeVar("T")
 
 
+def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> Mapping[str, Figure]:
+    """Every built-in kind's figure hook: the present-vs-used figure when the task has erased or intervened rows
+    (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
+    from probing.figures.erasure import erasure_figures as draw
+
+    return draw(results, task, dataset, split)
+
+
 def parse_options(cls: type[T], table: Table) -> T:
     """A kind's options dataclass ``cls`` read from its ``[[tasks]]`` table through :class:`Table` (so an
     unknown or malformed key is an error naming file, key and expectation): each field by its type (``str``,

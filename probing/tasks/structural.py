@@ -46,6 +46,7 @@ from probing.tasks.common import (
     TaskKind,
     TaskOutput,
     check_layers,
+    erasure_figures,
     fraction_row,
     parse_options,
 )
@@ -287,6 +288,7 @@ STRUCTURAL_DISTANCE = TaskKind(
     options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("dspr",),
+    figures=erasure_figures,
 )
 STRUCTURAL_DEPTH = TaskKind(
     "structural-depth",
@@ -297,4 +299,5 @@ STRUCTURAL_DEPTH = TaskKind(
     options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("nspr",),
+    figures=erasure_figures,
 )

@@ -46,6 +46,7 @@ from probing.tasks.common import (
     TaskKind,
     TaskOutput,
     check_layers,
+    erasure_figures,
     fraction_row,
     holdout_dev,
     layer_rows,
@@ -797,6 +798,7 @@ TAGGING = TaskKind(
     headline="accuracy",
     baselines=TAGGING_BASELINES,
     overview=True,
+    figures=erasure_figures,
 )
 SUPERSENSE = TaskKind(
     "supersense",
@@ -806,4 +808,5 @@ SUPERSENSE = TaskKind(
     headline="accuracy",
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
+    figures=erasure_figures,
 )

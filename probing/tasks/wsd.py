@@ -23,6 +23,7 @@ from probing.tasks.common import (
     TaskError,
     TaskKind,
     TaskOutput,
+    erasure_figures,
     fraction_row,
     margin_rows,
 )
@@ -268,4 +269,5 @@ WSD_1NN = TaskKind(
     uses_wordnet=True,
     allows_dev=False,
     overview=True,
+    figures=erasure_figures,
 )
