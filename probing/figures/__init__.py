@@ -20,8 +20,8 @@ The input tables are described in :mod:`probing.figures.layers`.
 """
 
 from probing.figures.curves import learning_curves
-from probing.figures.grammar import agreement_figure, minimal_pairs_figure
 from probing.figures.erasure import present_vs_used
+from probing.figures.grammar import agreement_figure, minimal_pairs_figure
 from probing.figures.layers import (
     default_metric,
     layer_scores,
