@@ -5,7 +5,7 @@
 All 67,000 pairs by default (``--paradigms N``: the first N paradigms only). Prints per phenomenon and
 overall accuracy (the authors' aggregation: phenomenon = mean over its paradigms, overall = mean over the 67
 paradigms) with 95% bootstrap CIs, coverage (pairs whose differing words are all in the head's vocabulary),
-the authors' 5-gram / LSTM / Transformer-XL / GPT-2 rows (models_summary.jsonl), wall and CPU seconds and
+the authors' 5-gram / LSTM / Transformer-XL / GPT-2 rows (models_summary.jsonl) and human agreement, wall and CPU seconds and
 tokens/s of scoring. ``--out FILE.csv`` keeps the rows.
 """
 
@@ -43,7 +43,11 @@ def main() -> None:
     outcomes = pair_outcomes(pairs, elmo, head, batch_size=args.batch_size)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     rows = summarize(outcomes, dataset="blimp", encoder=args.model, n_boot=1000, seed=0)
-    refs = reference_rows(root / "blimp" / "models_summary.jsonl")
+    refs = reference_rows(
+        root / "blimp" / "models_summary.jsonl",
+        root / "blimp" / "human_validation_summary.csv",
+        paradigms=list(dict.fromkeys(pairs.group)),  # the authors' rows over the same paradigms
+    )
     if args.out:
         pd.concat([rows, refs]).to_csv(args.out, index=False)
 
@@ -54,7 +58,7 @@ def main() -> None:
     cov = rows[(rows.metric == "coverage") & (rows.layer == "both") & (rows.level != "paradigm")].set_index("group")
     table["coverage"] = cov.value.reindex(table.index) * 100
     ref = refs[(refs.level != "paradigm")].pivot_table(index="group", columns="layer", values="value") * 100
-    table = table.join(ref[["5-gram", "lstm", "txl", "gpt2"]])
+    table = table.join(ref[["5-gram", "lstm", "txl", "gpt2", "human"]])
     order = [g for g in table.index if g != "overall"] + ["overall"]
     with pd.option_context("display.float_format", "{:.1f}".format, "display.width", 200):
         print(table.loc[order].to_string())

@@ -32,6 +32,7 @@ NAMES = [
     "05_syntax_trees",
     "06_beyond_accuracy",
     "07_seed_claims",
+    "08_grammar",
     "10_data_efficiency",
 ]
 MARK = "NOTEBOOK-SUMMARY "
@@ -111,6 +112,23 @@ _summary = {
     "typos": typos[["case", "form", "representation", "has_vector", "cosine_to_correct"]]
         .astype({"cosine_to_correct": float}).fillna(-2.0).to_dict(orient="list"),
     "context": context.to_dict(orient="list"),
+}
+""",
+    "08_grammar": """
+from matplotlib.container import BarContainer, ErrorbarContainer
+_summary = {
+    "words": words[["word", "logprob_forward", "logprob_backward", "in_vocab"]].to_dict(orient="list"),
+    "totals": totals.to_dict(orient="list"), "boundary": boundary, "prefers": prefers,
+    "garden": garden.to_dict(orient="list"), "peak_forward": peak_forward, "peak_backward": peak_backward,
+    "data": DATA, "n_pairs": n_pairs, "out": str(OUT.resolve()),
+    "table": {str(k): {str(c): float(v) for c, v in row.items()} for k, row in table.iterrows()},
+    "bars": {c.get_label(): [p.get_width() for p in c.patches]
+             for c in fig_blimp.axes[0].containers if isinstance(c, BarContainer)},
+    "bar_groups": [t.get_text() for t in fig_blimp.axes[0].get_yticklabels()],
+    "attractors": test_items.group.value_counts().sort_index().to_dict(), "n_train": len(train_items),
+    "by_attractors": {str(k): {str(c): float(v) for c, v in row.items()} for k, row in by_attractors.iterrows()},
+    "lines": {ax.get_title()[:5]: {c.get_label(): list(map(float, c.lines[0].get_ydata()))
+              for c in ax.containers if isinstance(c, ErrorbarContainer)} for ax in fig_agreement.axes},
 }
 """,
     "10_data_efficiency": """
@@ -538,6 +556,70 @@ def test_06_beyond_accuracy(tmp_path, monkeypatch):
     out = Path(s["out"])
     assert (out / "similarity.csv").is_file() and (out / "figures" / "codelength_upos.png").is_file()
     assert _images(nb) == 4  # selectivity, codelength, compression, the CKA heatmap
+
+
+def test_08_grammar(tmp_path, monkeypatch):
+    from probing.lm.pairs import read_models_summary
+    from probing.paths import resources_dir
+
+    monkeypatch.delenv("PROBING_DATA", raising=False)  # the quick size reads the bundled BLiMP sample anyway
+    s, nb, _ = run_notebook("08_grammar", tmp_path, monkeypatch)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # 1. the totals are the word rows plus each direction's boundary prediction (a log-probability < 0)
+    words, totals = s["words"], s["totals"]
+    for d in ("forward", "backward"):
+        assert totals[f"logprob_{d}"][0] == pytest.approx(sum(words[f"logprob_{d}"]) + s["boundary"][d], abs=1e-6)
+        assert s["boundary"][d] < 0  # "the totals are a little below the sums of the rows above"
+    for d in ("forward", "backward", "both"):
+        good, bad = totals[f"logprob_{d}"]
+        assert s["prefers"][d] == ("are" if good > bad else "is")
+    assert totals["logprob_both"][0] == pytest.approx(
+        (totals["logprob_forward"][0] + totals["logprob_backward"][0]) / 2
+    )
+    # 2. surprisal in bits is -log2 of the probability, and the peaks are the words the code names
+    g = s["garden"]
+    assert g["word"] == ["The", "old", "man", "the", "boat", "."]
+    assert s["peak_forward"] == g["word"][int(np.argmax(g["surprisal_forward"]))]
+    assert s["peak_backward"] == g["word"][int(np.argmax(g["surprisal_backward"]))]
+    # 3. the quick size: the bundled 240-pair sample, 12 phenomena; the table is the run's rows in percent
+    assert s["data"].endswith("blimp_sample.csv") and s["n_pairs"] == 240
+    results = pd.read_csv(Path(s["out"]) / "results.csv")
+    acc = results[results.metric == "accuracy"].set_index(["split", "layer"]).value
+    table = s["table"]
+    assert len(table) == 13 and list(table)[-1] == "overall"
+    for split, row in table.items():
+        for d in ("forward", "backward", "both"):
+            assert row[d] == pytest.approx(round(100 * acc[(split, d)], 1))
+    # the authors' overall over the 12 sampled paradigms, from their per-paradigm rows
+    per_paradigm, _ = read_models_summary(resources_dir() / "blimp" / "models_summary.jsonl")
+    sampled = sorted(x.removeprefix("paradigm:") for x in set(results.split) if x.startswith("paradigm:"))
+    assert len(sampled) == 12
+    assert table["overall"]["gpt2"] == pytest.approx(
+        round(100 * np.mean([per_paradigm[p]["gpt2"] for p in sampled]), 1)
+    )
+    # the figure's bars are the table's values (phenomena then overall, the model's directions then references)
+    assert s["bar_groups"][-1] == "overall" and len(s["bar_groups"]) == 13
+    assert s["bars"]["both"][-1] == pytest.approx(100 * acc[("overall", "both")])
+    # 4. agreement: items per attractor count, and the figure's lines are the table's accuracies
+    assert sum(s["attractors"].values()) > 0 and s["n_train"] > 0
+    lm_lines = s["lines"]["LM: p"]
+    for d, ys in lm_lines.items():
+        groups = sorted(k for k in s["by_attractors"][f"LM {d}"] if k != "overall")
+        assert ys == pytest.approx([100 * s["by_attractors"][f"LM {d}"][k] for k in groups])
+    # the prose: the forward LM's garden path at the second "the", the backward LM's peak at "man"
+    f, b = g["surprisal_forward"], g["surprisal_backward"]
+    assert 4 < f[2] < 6 and 9 < f[3] < 11 and f[3] > 1.8 * f[2]  # "about 5 bits" ... "about 10 bits, twice as much"
+    assert abs(f[1] - f[3]) < 1.5 and abs(f[4] - f[3]) < 1.5  # "old" and "boat" about as surprising
+    assert s["peak_backward"] == "man" and 16 < b[2] < 18  # "largest surprisal is at "man" (about 17 bits)"
+    assert "about 5 bits" in text and 'its largest surprisal is at "man" (about 17' in text.replace("\n", " ")
+    # "above the authors' 5-gram and below their GPT-2 on the same paradigms, and humans are near 100 %"
+    overall = table["overall"]
+    assert overall["5-gram"] < overall["both"] < overall["gpt2"] and overall["human"] > 95
+    # agreement without attractors: the LM right on most items; 0 < 1f < 2f; 2b near perfect
+    zero = {k: v["attractors=0"] for k, v in s["by_attractors"].items()}
+    assert min(zero["LM forward"], zero["LM backward"], zero["LM both"]) > 0.8
+    assert zero["0"] < zero["1f"] < zero["2f"] and zero["2b"] > 0.95
+    assert "accuracy rises from the token layer `0`" in text.replace("\n", " ")
 
 
 def test_10_data_efficiency(tmp_path, monkeypatch):

@@ -78,7 +78,7 @@ def minimal_pairs_figure(
     table = rows.set_index(["encoder", "layer", "split"])
     n, height = len(series), 0.8 / max(len(series), 1)
     with matplotlib.rc_context({**STYLE, "axes.grid.axis": "x"}):
-        fig = new_figure(7.0, 1.0 + 0.22 * n * len(groups) ** 0.85 + 0.25 * len(groups))
+        fig = new_figure(7.0, 1.2 + 0.075 * n * len(groups))
         ax: Axes = fig.add_subplot()
         y = np.arange(len(groups))[::-1].astype(float)
         for j, (enc, layer, label, colour) in enumerate(series):
