@@ -165,6 +165,7 @@ class ElmoEncoder(_LazyElmo):
         self.batch_size = check_count(batch_size, "batch_size")
         self.name = name or "elmo"
         self.source = str(self.weights_path)
+        self.checkpoint: str | None = None  # the registered name (pretrained): the built model finds its LM head
         self._fingerprint: str | None = None
         self._model_fingerprint: str | None = None
 
@@ -192,6 +193,7 @@ class ElmoEncoder(_LazyElmo):
             device=device,
         )
         enc.source = f"{name} ({weights})"
+        enc.checkpoint = name
         return enc
 
     @classmethod
@@ -209,6 +211,7 @@ class ElmoEncoder(_LazyElmo):
         enc.batch_size = check_count(batch_size, "batch_size")
         enc.name = name or "elmo"
         enc.source = getattr(elmo, "source", "in-memory Elmo")
+        enc.checkpoint = getattr(elmo, "checkpoint", None)
         enc._fingerprint = None
         enc._model_fingerprint = elmo.fingerprint
         enc._model = elmo if device is None else elmo.to_device(device)
@@ -233,7 +236,9 @@ class ElmoEncoder(_LazyElmo):
         from probing.elmo.elmo import Elmo
 
         assert self.options_path is not None and self.weights_path is not None  # from_model holds its model
-        return Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
+        model = Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
+        model.checkpoint = self.checkpoint
+        return model
 
 
 class RandomElmoEncoder(_LazyElmo):
