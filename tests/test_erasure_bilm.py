@@ -494,3 +494,16 @@ def test_lm_effect_on_the_bundled_model(tmp_path):
     assert unedited["value"].tolist() == identity["value"].tolist()
     assert (identity[["change", "change_ci_low", "change_ci_high"]] == 0).all().all()
     assert (table.loc[(control.intervention, "perplexity"), "change"].abs() > 1e-3).all()
+
+
+def test_a_registered_encoder_keeps_its_checkpoint_so_lm_effect_finds_the_head():
+    """An experiment's ``model = "default"`` encoder (ElmoEncoder.pretrained) builds a model that knows its
+    registered name, so the LM head is found without being passed (what notebook 09 relies on)."""
+    from probing.encoders import ElmoEncoder
+    from probing.lm.head import AdaptiveHead
+    from probing.lm.score import load_model
+
+    enc = ElmoEncoder.pretrained("default")
+    assert enc.checkpoint == "default" and enc.model.checkpoint == "default"
+    assert isinstance(load_model(enc.model)[1], AdaptiveHead)
+    assert ElmoEncoder.from_model(enc.model).checkpoint == "default"

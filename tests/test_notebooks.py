@@ -33,6 +33,7 @@ NAMES = [
     "06_beyond_accuracy",
     "07_seed_claims",
     "08_grammar",
+    "09_erasure",
     "10_data_efficiency",
 ]
 MARK = "NOTEBOOK-SUMMARY "
@@ -129,6 +130,16 @@ _summary = {
     "by_attractors": {str(k): {str(c): float(v) for c, v in row.items()} for k, row in by_attractors.iterrows()},
     "lines": {ax.get_title()[:5]: {c.get_label(): list(map(float, c.lines[0].get_ydata()))
               for c in ax.containers if isinstance(c, ErrorbarContainer)} for ax in fig_agreement.axes},
+}
+""",
+    "09_erasure": """
+_summary = {
+    "out": str(OUT.resolve()), "fit_on": FIT_ON,
+    "scores": scores.reset_index().to_dict(orient="list"), "majority": float(majority),
+    "drops": drops.reset_index().to_dict(orient="list"),
+    "lm": lm.to_dict(orient="list"), "n_held_out": len(held_out),
+    "present": present, "reading": reading,
+    "panels": [ax.get_title() for ax in fig.axes if ax.get_visible()],
 }
 """,
     "10_data_efficiency": """
@@ -640,3 +651,47 @@ def test_10_data_efficiency(tmp_path, monkeypatch):
     assert s["best_layer"] == first.idxmax() and f"Layer {s['best_layer']} is the most data-efficient" in s["reading"]
     ratios = pd.DataFrame(s["ratios"])
     assert set(ratios.at_fraction) == {0.05} and (ratios.ratio > 0).all()
+
+
+def test_09_erasure(tmp_path, monkeypatch):
+    s, nb, _ = run_notebook("09_erasure", tmp_path, monkeypatch)
+    assert s["fit_on"] == "demo-ud:dev"  # quick: the erasers are fitted on the UD dev split, not on a test split
+    scores = pd.DataFrame(s["scores"]).set_index(["task", "layer"])
+    # the intervention edits layer 1's output: layer 0 is the unedited model's, bit for bit, for every task
+    for task in ("upos", "supersense", "wsd-1nn"):
+        row = scores.loc[(task, "0")]
+        assert row["elmo"] == row["elmo-no-upos"] == row["elmo-random-16"], task
+    # what the text says of layer 1: LEACE brings the UPOS probe far down, the same-rank random control does not
+    upos1 = scores.loc[("upos", "1")]
+    assert upos1["elmo-no-upos"] < upos1["elmo"] - 30 and abs(upos1["elmo-random-16"] - upos1["elmo"]) < 1
+    assert upos1["elmo-no-upos"] > s["majority"]  # ... but not to the majority class (README, concept erasure)
+    # the printed sentence carries the table's numbers
+    upos2 = scores.loc[("upos", "2")]
+    for v in (upos1["elmo"], upos1["elmo-no-upos"], upos1["elmo-random-16"], upos2["elmo-no-upos"], s["majority"]):
+        assert f"{v:.1f} %" in s["present"]
+    results = pd.read_csv(Path(s["out"]) / "results.csv", dtype={"layer": str}, keep_default_na=False)
+    assert set(results["intervention"]) == {"", "intervene:1:upos:leace", "intervene:1:upos:random"}
+    drops = pd.DataFrame(s["drops"]).set_index("task")
+    for task in ("supersense", "wsd-1nn"):
+        row = scores.loc[(task, "2")]
+        assert drops.at[task, "drop, LEACE"] == pytest.approx(row["elmo"] - row["elmo-no-upos"], abs=1e-9)
+        assert drops.at[task, "drop, control"] == pytest.approx(row["elmo"] - row["elmo-random-16"], abs=1e-9)
+        d, c = drops.at[task, "drop, LEACE"], drops.at[task, "drop, control"]
+        said = "more than the control's" if d > c + 1 else "no more than the control's"
+        assert f"{task} loses {d:.1f} points on layer 2, {said} {c:.1f}" in s["reading"]
+    # the LM: the unedited model's change is 0, each intervention's value and change are what the sentence says
+    lm = pd.DataFrame(s["lm"])
+    assert set(lm["n"]) == {s["n_held_out"]} == {100}
+    assert (lm.loc[lm.intervention == "", ["change", "change_ci_low", "change_ci_high"]] == 0).all().all()
+    both = lm[(lm.measure == "perplexity") & (lm.direction == "both")].set_index("intervention")
+    assert f"goes from {both.at['', 'value']:.1f} to {both.at['intervene:1:upos:leace', 'value']:.1f}" in s["reading"]
+    assert f"to {both.at['intervene:1:upos:random', 'value']:.1f} with the random control" in s["reading"]
+    # what the text says of the LM: LEACE's change at least ten times the control's, its interval clear of zero
+    leace, control = both.loc["intervene:1:upos:leace"], both.loc["intervene:1:upos:random"]
+    assert leace["change_ci_low"] > 0 and leace["change"] > 10 * abs(control["change"])
+    assert s["panels"] == [
+        "present: upos per layer",
+        "used: supersense when upos is erased",
+        "the LM when upos is erased",
+    ]
+    assert _images(nb) == 1
