@@ -32,9 +32,9 @@ import pandas as pd
 from probing.layers import direction_names
 from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
 from probing.probes.control import ControlTask, selectivity
-from probing.probes.linear import LinearProbe, concat_layers, select_l2
+from probing.probes.linear import LinearProbe, LinearProbeCV, concat_layers
 from probing.probes.mdl import FRACTIONS, control_codelength, online_codelength
-from probing.probes.mix import ScalarMixProbe, bootstrap_mix_weights, select_mix_l2
+from probing.probes.mix import ScalarMixProbeCV, bootstrap_mix_weights
 from probing.protocols import StoreLike
 from probing.results import BASELINE_ENCODER, make_row
 from probing.store.format import TOKEN_COLUMNS
@@ -247,20 +247,25 @@ def train_dev(train: Part, dev: Part | None, labels: LabelFn, task: str) -> tupl
     return tr.take(tr_rows), tr.take(dv_rows)
 
 
-def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
-    """A linear probe with C chosen on dev accuracy (:func:`~probing.probes.linear.select_l2`, ties to the
-    smaller C), and notes on the choice."""
-    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
-    if settings.solver == "adam":
-        params.update(solver="adam", random_state=seed)
-    probe, converged = quiet_fit(select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, **params)
-    return probe, {
-        "C": float(probe.C),
+def _cv_notes(probe: LinearProbeCV | ScalarMixProbeCV, converged: bool) -> dict:
+    """The probe notes on a CV probe's choice of C."""
+    return {
+        "C": float(probe.C_),
         "dev_accuracy": float(probe.dev_score_),
         "n_iter": int(probe.n_iter_),
         "converged": converged,
         "l2_path": probe.l2_path_,
     }
+
+
+def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbeCV, dict]:
+    """A linear probe with C chosen on dev accuracy (:class:`~probing.probes.linear.LinearProbeCV`, ties to the
+    smaller C), and notes on the choice. X: (n, d), X_dev: (n_dev, d)."""
+    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
+    if settings.solver == "adam":
+        params.update(solver="adam", random_state=seed)
+    probe, converged = quiet_fit(LinearProbeCV(Cs=settings.Cs, **params).fit, X, y, X_dev, y_dev)
+    return probe, _cv_notes(probe, converged)
 
 
 def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSettings, seed: int):
@@ -277,17 +282,11 @@ def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSe
     return probe.predict
 
 
-def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbe, dict]:
-    probe, converged = quiet_fit(
-        select_mix_l2, Xs, y, Xs_dev, y_dev, Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol
-    )
-    return probe, {
-        "C": float(probe.C),
-        "dev_accuracy": float(probe.dev_score_),
-        "n_iter": int(probe.n_iter_),
-        "converged": converged,
-        "l2_path": probe.l2_path_,
-    }
+def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbeCV, dict]:
+    """The scalar mix of the layers ``Xs`` (L arrays (n, d)) with C chosen on ``Xs_dev`` (L arrays (n_dev, d))."""
+    probe = ScalarMixProbeCV(Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol)
+    probe, converged = quiet_fit(probe.fit, Xs, y, Xs_dev, y_dev)
+    return probe, _cv_notes(probe, converged)
 
 
 def _score(
@@ -383,7 +382,7 @@ def tagging_probes(
     for name in layer_names:
         X_tr, X_dv, X_te = data[name]
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
-        task_correct: dict[int, tuple[LinearProbe, list[np.ndarray]]] = {}
+        task_correct: dict[int, tuple[LinearProbeCV, list[np.ndarray]]] = {}
         for seed in settings.probe_seeds:
             tell(
                 f"{task} {encoder} layer {name} (seed {seed})"
@@ -533,7 +532,13 @@ def _control(
         probe, correct = task_correct.get(seed, task_correct[settings.probe_seeds[0]])
         ct = ControlTask(seed=seed).fit(tr.words.tolist(), tr.y)
         predict = _fit_control(
-            X_tr, ct.transform(tr.words.tolist()), X_dv, ct.transform(dv.words.tolist()), float(probe.C), settings, seed
+            X_tr,
+            ct.transform(tr.words.tolist()),
+            X_dv,
+            ct.transform(dv.words.tolist()),
+            float(probe.C_),
+            settings,
+            seed,
         )
         for (part, it, X), task_ok in zip(tests, correct):
             control_ok = predict(X) == ct.transform(it.words.tolist())
