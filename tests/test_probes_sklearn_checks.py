@@ -6,8 +6,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from probing.probes.linear import LinearProbe, LinearProbeCV
 from probing.probes.mix import ScalarMixProbe, ScalarMixProbeCV
+from probing.probes.mlp import MLPProbe
 
 
-@parametrize_with_checks([LinearProbe(), ScalarMixProbe(), LinearProbeCV(), ScalarMixProbeCV()])
+@parametrize_with_checks([LinearProbe(), ScalarMixProbe(), LinearProbeCV(), ScalarMixProbeCV(), MLPProbe()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -25,7 +25,7 @@ _EXPORTS = {
     "online_codelength": "mdl",
     "control_codelength": "mdl",
     "OnlineCode": "mdl",
-    "MLPProbe": "mdl",
+    "MLPProbe": "mlp",
 }
 
 __all__ = sorted(_EXPORTS)

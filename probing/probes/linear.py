@@ -74,6 +74,7 @@ from probing.probes.solver import (
     _run_lbfgs,
     _softmax_proba,
     _streamed_objective,
+    _torch_generator,
     _warm_l2_path,
     _warn_not_converged,
 )
@@ -264,7 +265,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         b = torch.zeros(k, requires_grad=self.fit_intercept)
         params = [theta, b] if self.fit_intercept else [theta]
         opt = torch.optim.Adam(params, lr=self.learning_rate)
-        gen = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**62)))
+        gen = _torch_generator(self.random_state)
         starts = torch.arange(0, n, self.chunk_rows)
         y_t = torch.from_numpy(y_idx)
 

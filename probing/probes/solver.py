@@ -78,6 +78,11 @@ def _holdout_rows(n: int, holdout: int, name: str) -> tuple[np.ndarray, np.ndarr
     return np.flatnonzero(~is_dev), np.flatnonzero(is_dev)
 
 
+def _torch_generator(random_state: int | None) -> torch.Generator:
+    """A torch generator seeded from ``random_state`` (None: a fresh random seed) through numpy."""
+    return torch.Generator().manual_seed(int(np.random.default_rng(random_state).integers(2**62)))
+
+
 def _check_common(est, int_fields: Sequence[str]) -> None:
     """Positive-integer fields and a non-negative ``tol``; errors name the estimator and field."""
     name = type(est).__name__
