@@ -113,8 +113,25 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         in float64, which minimises the same objective (same optimum to within the solver's rounding), ~2x
         slower, in memory of a few chunks.
 
-    Attributes: ``classes_``, ``coef_`` (1 or n_classes rows, raw feature scale), ``intercept_``,
-    ``n_features_in_``, ``n_iter_``, ``dev_score_`` (accuracy on ``X_dev`` when given, else None).
+    Attributes
+    ----------
+    classes_ : ndarray (n_classes,), the labels seen in training, sorted.
+    coef_ : ndarray (1, d) for two classes, else (n_classes, d), on the raw feature scale.
+    intercept_ : ndarray (1,) or (n_classes,).
+    n_features_in_, n_iter_ : int.
+    dev_score_ : accuracy on ``X_dev`` when given, else None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 4))  # 300 tokens, 4 features
+    >>> y = np.where(X[:, 0] + 0.1 * rng.normal(size=300) > 0, "NOUN", "VERB")
+    >>> probe = LinearProbe(C=1.0).fit(X[:200], y[:200])
+    >>> probe.classes_.tolist(), probe.coef_.shape
+    (['NOUN', 'VERB'], (1, 4))
+    >>> bool(probe.score(X[200:], y[200:]) > 0.9)
+    True
     """
 
     def __init__(
