@@ -358,7 +358,7 @@ class StoreSentences(Sequence):
         return self.store.layer(self.layer, rows=slice(a, b), dtype=np.float32)
 
 
-def _corpus_name(store: Any) -> str:
+def _corpus_name(store: StoreLike) -> str:
     c = store.manifest.get("corpus", {})
     return f"{c.get('name', '?')}/{c.get('split', '?')} (store {store.path})"
 
