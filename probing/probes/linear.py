@@ -493,9 +493,18 @@ class LinearProbeCV(LinearProbe):
 
 
 def concat_layers(layers: Sequence[np.ndarray]) -> np.ndarray:
-    """Concatenate per-layer features (n, d_k) along features; the dtype (e.g. fp16) is kept.
+    """Concatenate per-layer features along features; the dtype (e.g. fp16) is kept.
 
     The "concat" probe is ``LinearProbe().fit(concat_layers([...]), y)``.
+
+    Parameters
+    ----------
+    layers : sequence of (n, d_k) arrays
+        The same n tokens in every layer.
+
+    Returns
+    -------
+    ndarray (n, sum_k d_k)
     """
     layers = [np.asarray(a) for a in layers]
     if not layers:

@@ -302,15 +302,32 @@ class ScalarMixProbeCV(ScalarMixProbe):
 def bootstrap_mix_weights(
     probe: ScalarMixProbe, X, y, groups, n_refits: int, random_state: int | None = 0
 ) -> np.ndarray:
-    """Mix weights, shape (n_refits, L), of the fitted ``probe`` refitted by its own procedure on
-    ``n_refits`` bootstrap resamples of the training ``groups`` (n,) (sentence ids: whole sentences are
-    drawn with replacement).
+    """Mix weights of the fitted ``probe`` refitted by its own procedure on bootstrap resamples of the training
+    sentences (whole sentences drawn with replacement).
 
     The procedure is the one that made ``probe``: from a uniform mix, along the penalty path it took
     (``l2_path_`` of a :class:`ScalarMixProbeCV`, up to its ``C``; just ``C`` otherwise), each step warm-started
     from the last. The spread of the rows says how much the weights owe to the particular training
     sentences and to the optimisation: the mix is non-convex, and layers that carry the same information
     trade weight freely, so one fit's weights can look like a finding that a resample does not repeat.
+
+    Parameters
+    ----------
+    probe : a fitted ScalarMixProbe or ScalarMixProbeCV.
+    X : (n, L, d) array or L arrays (n, d)
+        The training data ``probe`` was fit on.
+    y : (n,)
+        Its labels.
+    groups : (n,)
+        Sentence id of each token.
+    n_refits : int
+        Resamples to refit on.
+    random_state : seeds the resampling.
+
+    Returns
+    -------
+    ndarray (n_refits, L)
+        One row of mix weights per refit.
     """
     check_is_fitted(probe)
     if isinstance(n_refits, bool) or not isinstance(n_refits, (int, np.integer)) or n_refits < 1:

@@ -364,7 +364,13 @@ def _corpus_name(store: StoreLike) -> str:
 
 
 def store_trees(store: StoreLike) -> list[np.ndarray]:
-    """Head arrays of every sentence of a store, from its token table's ``head`` column."""
+    """Head arrays of every sentence of a store, from its token table's ``head`` column.
+
+    Returns
+    -------
+    list of ndarray, int64 (n_s,)
+        One per sentence (1-based heads, 0 = root); InputError if the store has no heads.
+    """
     t = store.tokens
     heads = t["head"].to_numpy(dtype=np.int64) if "head" in t.columns else np.full(len(t), -1)
     if (heads < 0).any():
@@ -384,7 +390,13 @@ def store_trees(store: StoreLike) -> list[np.ndarray]:
 
 
 def store_punct(store: StoreLike) -> list[np.ndarray]:
-    """Punctuation masks per sentence of a store (UPOS PUNCT if the store has UPOS, else PTB tags)."""
+    """Punctuation masks per sentence of a store (UPOS PUNCT if the store has UPOS, else PTB tags).
+
+    Returns
+    -------
+    list of ndarray, bool (n_s,)
+        One per sentence.
+    """
     t = store.tokens
     has_upos = bool((t["upos"] != "").any())
     mask = (t["upos"] == "PUNCT").to_numpy() if has_upos else t["xpos"].isin(PTB_PUNCT).to_numpy()

@@ -143,7 +143,19 @@ def _check_aligned(lemmas: Sequence[str], pos: Sequence[str]) -> None:
 
 
 def wn_first_sense(lemmas: Sequence[str], pos: Sequence[str], inventory: SenseInventory | None = None) -> list[str]:
-    """The WordNet first sense (sense number 1) of each (lemma, pos)."""
+    """The WordNet first sense (sense number 1) of each (lemma, pos).
+
+    Parameters
+    ----------
+    lemmas, pos : (n,) str
+        The instances' lemmas and UPOS tags.
+    inventory : the sense inventory (default: the bundled WordNet subset).
+
+    Returns
+    -------
+    list of str (n,)
+        A sense key per instance.
+    """
     _check_aligned(lemmas, pos)
     inv = _inventory(inventory)
     return [inv.first_sense(lemma, p) for lemma, p in zip(lemmas, pos)]
@@ -322,7 +334,17 @@ class SenseCentroids:
 
 
 def supersense_labels(sense_keys: Iterable[KeysLike], inventory: SenseInventory | None = None) -> list[str]:
-    """The lexname (supersense) of the first gold key of each item; ``""`` for items without a key."""
+    """The lexname (supersense) of the first gold key of each item; ``""`` for items without a key.
+
+    Parameters
+    ----------
+    sense_keys : (n,) items, each a key or keys (str, or a sequence of str).
+    inventory : the sense inventory (default: the bundled WordNet subset).
+
+    Returns
+    -------
+    list of str (n,)
+    """
     inv = _inventory(inventory)
     labels = []
     for value in sense_keys:
