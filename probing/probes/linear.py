@@ -325,11 +325,13 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, n_classes) of X (n, d)."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return _softmax_proba(_linear_scores(X, self.coef_, self.intercept_, self.chunk_rows))
 
     def predict_log_proba(self, X) -> np.ndarray:
+        """Log class probabilities (n, n_classes) of X (n, d), in float64."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         scores = _linear_scores(X, self.coef_, self.intercept_, self.chunk_rows)
@@ -345,6 +347,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
+        """The predicted class (n,) of each row of X (n, d)."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return self.classes_[self._predict_index(X)]

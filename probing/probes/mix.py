@@ -141,6 +141,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return layers, y_idx, self._design(layers, C)
 
     def fit(self, X, y) -> ScalarMixProbe:
+        """Fit on ``X`` ((n, L, d) or L arrays (n, d)) and ``y`` (n,)."""
         C = _check_C(self.C, type(self).__name__)
         _, y_idx, design = self._prepare(X, y, C)
         self._fit_design(design, y_idx, C)
@@ -204,10 +205,12 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return out
 
     def decision_function(self, X) -> np.ndarray:
+        """Logits: (n,) for binary problems, (n, n_classes) otherwise."""
         scores = self._scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, n_classes)."""
         return _softmax_proba(self._scores(X))
 
     def _predict_index(self, X) -> np.ndarray:
@@ -215,6 +218,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return (scores[:, 0] > 0).astype(np.int64) if scores.shape[1] == 1 else scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
+        """The predicted class (n,) of each sample."""
         check_is_fitted(self)
         return self.classes_[self._predict_index(X)]
 
