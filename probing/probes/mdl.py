@@ -197,18 +197,46 @@ def online_codelength(
     reference_units: bool = False,
     progress: bool = False,
 ) -> OnlineCode:
-    """Online codelength, in bits, of labels ``y`` given features ``X`` (n, d), blocks of whole sentences.
+    """Online codelength, in bits, of labels ``y`` given features ``X``, blocks of whole sentences.
 
-    groups: (n,) sentence id of each token (tokens of a sentence stay together; any hashable ids).
-    X_dev, y_dev: the task's dev split, for early stopping (the reference's choice); without them a
-    seeded ``dev_fraction`` of the already-sent sentences is held out of each block's training set, when
-    the probe uses dev data (``"mlp"``, ``"linear"`` with ``Cs``, an estimator whose ``fit`` takes ``X_dev``).
-    probe: ``"linear"`` (LinearProbe(C), or the C in ``Cs`` with the lowest dev cross-entropy),
-    ``"mlp"`` (MLPProbe(hidden_layers, width)) or an estimator to clone per block.
-    n_classes: K of the uniform code (default: the distinct labels in ``y``; pass the task's tag-set
-    size when ``y`` lacks some). smoothing: each code is ``(1 - s) p + s / K``, so a class the probe has not
-    seen yet costs ~log2(K / s) bits instead of infinity. reference_units: total = first block in bits +
-    later blocks in nats, kbits = bits / 1024 (see the module docstring).
+    Without ``X_dev``/``y_dev``, a seeded ``dev_fraction`` of the already-sent sentences is held out of each
+    block's training set when the probe uses dev data (``"mlp"``, ``"linear"`` with ``Cs``, an estimator whose
+    ``fit`` takes ``X_dev``). Each code is ``(1 - smoothing) p + smoothing / K``, so a class the probe has not
+    seen yet costs ~log2(K / smoothing) bits instead of infinity.
+
+    Parameters
+    ----------
+    X : (n, d)
+        Features of the n tokens.
+    y : (n,)
+        Their labels.
+    groups : (n,)
+        Sentence id of each token (tokens of a sentence stay together; any hashable ids).
+    X_dev : (n_dev, d), optional
+        The task's dev split, for early stopping (the reference's choice).
+    y_dev : (n_dev,), optional
+        Its labels.
+    probe : ``"linear"``, ``"mlp"`` or an estimator
+        ``"linear"``: LinearProbe(C), or the C in ``Cs`` with the lowest dev cross-entropy; ``"mlp"``:
+        MLPProbe(hidden_layers, width); an estimator is cloned per block.
+    fractions : (k,) float
+        Cumulative block boundaries, strictly increasing to 1.0.
+    seed : int
+        Orders the sentences (and seeds the probes).
+    n_classes : int, optional
+        K of the uniform code (default: the distinct labels in ``y``; pass the task's tag-set size when ``y``
+        lacks some).
+    C, Cs, hidden_layers, width, max_iter : the probe's settings.
+    dev_fraction, smoothing : see above.
+    reference_units : bool
+        Total = first block in bits + later blocks in nats, kbits = bits / 1024 (see the module docstring).
+    progress : bool
+        A progress bar over the blocks.
+
+    Returns
+    -------
+    OnlineCode
+        Its arrays have one entry per block (k,).
     """
     y_arr, g_arr = np.asarray(y), np.asarray(groups)
     n = len(y_arr)
@@ -340,7 +368,27 @@ def control_codelength(
 ) -> OnlineCode:
     """Online codelength of the control task (Hewitt & Liang): :class:`ControlTask` labels, one random
     label per word type drawn from ``y``'s distribution, coded with the same K as the task (so the
-    uniform codelengths are equal). Dev labels are the control labels of ``words_dev``."""
+    uniform codelengths are equal). Dev labels are the control labels of ``words_dev``.
+
+    Parameters
+    ----------
+    X : (n, d)
+    y : (n,)
+        The task's labels (their distribution and K).
+    words : (n,) str
+        The tokens' words (the control labels are per word type).
+    groups : (n,)
+        Sentence id of each token.
+    control_seed : int
+        Seeds the control labels.
+    X_dev : (n_dev, d), optional
+    words_dev : (n_dev,) str, optional
+    **kwargs : the other arguments of :func:`online_codelength`.
+
+    Returns
+    -------
+    OnlineCode
+    """
     if (X_dev is None) != (words_dev is None):
         raise InputError("control_codelength: pass both X_dev and words_dev, or neither")
     task = ControlTask(seed=control_seed).fit(list(words), np.asarray(y).tolist())
