@@ -204,6 +204,7 @@ print(rss("VmHWM:") - before)
 """
 
 
+@pytest.mark.slow  # 9.8 s on a shared 2-core machine
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to reset the peak RSS")
 def test_streamed_fit_peak_memory_is_chunks_not_the_data(tmp_path):
     """Fitting on a 160,000 x 256 fp16 memmap (82 MB on disk, a 164 MB fp32 copy): the streamed fit's peak
