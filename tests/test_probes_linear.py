@@ -450,7 +450,7 @@ def _fit_with_threads(make, X, y, threads: int):
         torch.set_num_threads(old)
 
 
-class _SelectL2:
+class _CVFirstRowsDev:
     """``LinearProbeCV`` with the first 1000 rows as dev data, for :func:`_fit_with_threads`."""
 
     def fit(self, X, y):
@@ -474,7 +474,7 @@ def test_a_probe_fit_is_bit_identical_for_one_and_two_threads(kind):
         labels = rng.integers(0, k, n)
         A = rng.normal(size=(k, d))[labels] * 0.5 + rng.normal(size=(n, d)) * 2
         X = np.concatenate([A, A + rng.normal(size=(n, d)) * 1e-3, A[:, :80] * 0.5], 1).astype(np.float32)
-        make = _SelectL2
+        make = _CVFirstRowsDev
     else:
         n, d, k = 40_000, 128, 50
         labels = rng.integers(0, k, n)
