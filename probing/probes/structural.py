@@ -296,7 +296,8 @@ class DistanceProbe(_StructuralProbe):
     _task = "structural-distance"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded)."""
+        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded). X: one (n_words, dim)
+        array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
         self._check(X, trees, "score")
         return uuas(self.predict(X), trees, punct)
 
@@ -311,7 +312,8 @@ class DepthProbe(_StructuralProbe):
     _task = "structural-depth"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """Root%: share of sentences whose least deep non-punctuation word is the gold root."""
+        """Root%: share of sentences whose least deep non-punctuation word is the gold root. X: one
+        (n_words, dim) array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
         self._check(X, trees, "score")
         return root_acc(self.predict(X), trees, punct)
 
