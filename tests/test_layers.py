@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_tasks import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
+from test_tasks_tagging import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
 
 from probing.elmo import Elmo
 from probing.elmo.chars import batch_char_ids
