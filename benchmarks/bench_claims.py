@@ -19,7 +19,7 @@ import time
 import torch
 
 from probing.experiment import parse_experiment, run_experiment
-from probing.tasks.tagging import default_vocabularies, vocabulary_splits
+from probing.tasks.labels import default_vocabularies, vocabulary_splits
 from probing.views.context import context_dependence
 
 TOML = """

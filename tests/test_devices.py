@@ -18,7 +18,7 @@ from probing import devices
 from probing.devices import DeviceError, resolve_device, use_device
 from probing.elmo import Elmo
 from probing.encoders import ElmoEncoder, RandomElmoEncoder
-from probing.probes.linear import LinearProbe, select_l2
+from probing.probes.linear import LinearProbe, LinearProbeCV
 from probing.probes.mix import ScalarMixProbe
 from probing.probes.structural import DistanceProbe
 
@@ -97,8 +97,8 @@ def test_probes_on_explicit_cpu_equal_the_default_on_a_cpu_machine():
     X, y = _tagging_data()
     a, b = LinearProbe(C=0.5).fit(X, y), LinearProbe(C=0.5, device="cpu").fit(X, y)
     assert np.array_equal(a.coef_, b.coef_) and np.array_equal(a.intercept_, b.intercept_)
-    sa = select_l2(X[:200], y[:200], X[200:], y[200:], Cs=(0.01, 1.0))
-    sb = select_l2(X[:200], y[:200], X[200:], y[200:], Cs=(0.01, 1.0), device="cpu")
+    sa = LinearProbeCV(Cs=(0.01, 1.0)).fit(X[:200], y[:200], X[200:], y[200:])
+    sb = LinearProbeCV(Cs=(0.01, 1.0), device="cpu").fit(X[:200], y[:200], X[200:], y[200:])
     assert sa.l2_path_ == sb.l2_path_ and np.array_equal(sa.coef_, sb.coef_)
     layers = np.stack([X, X[:, ::-1].copy()], axis=1)  # (n, 2 layers, d)
     ma, mb = ScalarMixProbe(C=0.5).fit(layers, y), ScalarMixProbe(C=0.5, device="cpu").fit(layers, y)

@@ -17,7 +17,7 @@ from probing.corpora.registry import file_spec
 from probing.errors import ProbingError
 from probing.experiment import ExperimentError, parse_experiment
 from probing.results import read_provenance
-from probing.tasks.tagging import feature_labels, is_label, label_function
+from probing.tasks.labels import feature_labels, is_label, label_function
 
 FIX = Path(__file__).parent / "fixtures"
 UD = FIX / "corpora" / "data" / "ud" / "en_ewt"
@@ -137,7 +137,7 @@ def essays(tmp_path_factory):
 def test_a_feature_absent_from_the_corpus_names_the_features_it_has(essays):
     """feats:Numbr is in no training token: the error names Number (the closest) and every feature there."""
     from probing import probe_layers
-    from probing.tasks.tagging import feature_names
+    from probing.tasks.labels import feature_names
 
     root, train, test = essays
     have = feature_names(pd.DataFrame({"feats": ["Number=Sing|Person=3", "", "Tense=Past|VerbForm=Fin"]}))

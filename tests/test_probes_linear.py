@@ -1,4 +1,4 @@
-"""LinearProbe / ScalarMixProbe / select_l2 against sklearn and known answers."""
+"""LinearProbe / ScalarMixProbe and their CV forms against sklearn and known answers."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from probing.probes.linear import LinearProbe, concat_layers, select_l2
-from probing.probes.mix import ScalarMixProbe, bootstrap_mix_weights, select_mix_l2
+from probing.probes.linear import LinearProbe, LinearProbeCV, concat_layers
+from probing.probes.mix import ScalarMixProbe, ScalarMixProbeCV, bootstrap_mix_weights
 from probing.probes.solver import _linear_objective, _mix_objective
 
 
@@ -175,20 +175,54 @@ def test_probabilities_consistent(multiclass):
     assert np.allclose(np.exp(p.predict_log_proba(Xt)), proba)
 
 
-def test_select_l2_picks_best_dev_C(multiclass):
+def test_linear_probe_cv_picks_best_dev_C(multiclass):
     X, y, Xd, yd = multiclass
-    Cs = (1e-4, 1e-2, 1.0)
-    probe = select_l2(X, y, Xd, yd, Cs=Cs, tol=1e-6, max_iter=1000)
+    Cs = (1.0, 1e-4, 1e-2)
+    probe = LinearProbeCV(Cs=Cs, tol=1e-6, max_iter=1000).fit(X, y, Xd, yd)
     path = {row["C"]: row["dev_accuracy"] for row in probe.l2_path_}
+    assert probe.Cs_.tolist() == [1e-4, 1e-2, 1.0] and probe.dev_scores_.tolist() == [path[c] for c in probe.Cs_]
     # Warm-started path == independent cold fits (same convex problems), to within one dev item.
     for C in Cs:
         cold = LinearProbe(C=C, tol=1e-6, max_iter=1000).fit(X, y)
         assert abs(cold.score(Xd, yd) - path[C]) <= 1 / len(yd) + 1e-12, C
     best = max(Cs, key=lambda c: (path[c], -c))
-    assert probe.C == best and probe.dev_score_ == path[best]
+    assert probe.C_ == best and probe.dev_score_ == path[best]
     assert path[1e-4] < path[1.0]  # C=1e-4 shrinks everything towards the class prior
     ref = LinearProbe(C=best, tol=1e-6, max_iter=1000).fit(X, y)
     assert rel_diff(probe.coef_, ref.coef_) < 1e-3
+
+
+def test_linear_probe_cv_clone_redoes_the_selection(multiclass):
+    """A clone is unfitted and its fit repeats the whole path: the same C and bit-identical weights."""
+    X, y, Xd, yd = multiclass
+    probe = LinearProbeCV(Cs=(1e-4, 1e-2, 1.0)).fit(X, y, Xd, yd)
+    again = clone(probe)
+    assert not hasattr(again, "C_") and again.get_params() == probe.get_params()
+    again.fit(X, y, Xd, yd)
+    assert again.C_ == probe.C_ and again.l2_path_ == probe.l2_path_
+    assert np.array_equal(again.coef_, probe.coef_) and np.array_equal(again.intercept_, probe.intercept_)
+
+
+def test_cv_probes_without_dev_data_hold_out_every_kth_row(multiclass):
+    """fit(X, y) alone = fit on the rows not in every ``holdout``-th position, with those rows as dev data."""
+    X, y, _, _ = multiclass
+    dev = np.arange(len(y)) % 4 == 3
+    auto = LinearProbeCV(Cs=(1e-2, 1.0), holdout=4).fit(X, y)
+    given = LinearProbeCV(Cs=(1e-2, 1.0)).fit(X[~dev], y[~dev], X[dev], y[dev])
+    assert auto.l2_path_ == given.l2_path_ and np.array_equal(auto.coef_, given.coef_)
+    layers, labels = _layered(n=400, d=4, signal_layer=1)
+    dev = np.arange(len(labels)) % 10 == 9
+    auto_mix = ScalarMixProbeCV(Cs=(0.1, 1.0)).fit(layers, labels)
+    given_mix = ScalarMixProbeCV(Cs=(0.1, 1.0)).fit(
+        [a[~dev] for a in layers], labels[~dev], [a[dev] for a in layers], labels[dev]
+    )
+    assert auto_mix.l2_path_ == given_mix.l2_path_ and np.array_equal(auto_mix.mix_weights_, given_mix.mix_weights_)
+    with pytest.raises(ValueError, match="at least holdout=10 samples, got 9"):
+        LinearProbeCV().fit(X[:9], y[:9])
+    with pytest.raises(ValueError, match="Cs must be a non-empty sequence"):
+        LinearProbeCV(Cs=[]).fit(X, y)
+    with pytest.raises(ValueError, match=r"C must be a positive number \(or inf\), got -1"):
+        ScalarMixProbeCV(Cs=[1.0, -1]).fit(layers, labels)
 
 
 def test_adam_close_to_lbfgs(multiclass):
@@ -281,7 +315,7 @@ def test_bootstrap_mix_weights_resample_sentences_reproducibly():
     refit, as in the fit on all data."""
     layers, y = _layered(signal_layer=1)
     groups = np.arange(len(y)) // 10  # 150 "sentences" of 10 tokens
-    probe = select_mix_l2(layers, y, layers, y, Cs=[0.1, 1.0])
+    probe = ScalarMixProbeCV(Cs=[0.1, 1.0]).fit(layers, y, layers, y)
     w = bootstrap_mix_weights(probe, layers, y, groups, 3, random_state=0)
     assert w.shape == (3, 3)
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
@@ -384,11 +418,11 @@ def test_mix_objective_gradient_is_autograds(k):
         assert torch.allclose(ours, ref, rtol=1e-5, atol=1e-7)
 
 
-def test_select_mix_l2_path_matches_cold_fits():
+def test_scalar_mix_probe_cv_path_matches_cold_fits():
     both, labels = _layered(n=1200, d=8, signal_layer=2, seed=3)
     layers, y, dev_layers, y_dev = [a[:600] for a in both], labels[:600], [a[600:] for a in both], labels[600:]
     Cs = (1e-5, 1e-1, 10.0)
-    probe = select_mix_l2(layers, y, dev_layers, y_dev, Cs=Cs, tol=1e-6, max_iter=2000)
+    probe = ScalarMixProbeCV(Cs=Cs, tol=1e-6, max_iter=2000).fit(layers, y, dev_layers, y_dev)
     path = {row["C"]: row["dev_accuracy"] for row in probe.l2_path_}
     # The layer that carries the label dominates the mix whatever the penalty, so the problem has one
     # optimum per C: the warm-started path must reach what a cold fit reaches.
@@ -396,7 +430,7 @@ def test_select_mix_l2_path_matches_cold_fits():
     for C in Cs:
         assert abs(cold[C].score(dev_layers, y_dev) - path[C]) <= 1 / len(y_dev) + 1e-12, C
     best = max(Cs, key=lambda c: (path[c], -c))
-    assert probe.C == best and probe.dev_score_ == path[best]
+    assert probe.C_ == best and probe.dev_score_ == path[best]
     assert path[1e-5] < path[10.0] - 0.2  # C=1e-5 shrinks the weights to almost nothing
     ref = cold[best]
     assert np.allclose(probe.mix_weights_, ref.mix_weights_, atol=1e-3)
@@ -416,14 +450,16 @@ def _fit_with_threads(make, X, y, threads: int):
         torch.set_num_threads(old)
 
 
-class _SelectL2:
-    """``select_l2`` with an estimator's face, for :func:`_fit_with_threads`."""
+class _CVFirstRowsDev:
+    """``LinearProbeCV`` with the first 1000 rows as dev data, for :func:`_fit_with_threads`."""
 
     def fit(self, X, y):
-        return select_l2(X, y, X[:1000], y[:1000], Cs=[0.1, 10.0, 1000.0], max_iter=40)
+        return LinearProbeCV(Cs=[0.1, 10.0, 1000.0], max_iter=40).fit(X, y, X[:1000], y[:1000])
 
 
-@pytest.mark.parametrize("kind", ["linear", "mix", "near-duplicate features"])
+@pytest.mark.parametrize(
+    "kind", ["linear", pytest.param("mix", marks=pytest.mark.slow), "near-duplicate features"]
+)  # mix: 9.6 s on a shared 2-core machine
 def test_a_probe_fit_is_bit_identical_for_one_and_two_threads(kind):
     """The same data gives the same probe, to the last bit, whatever the thread count of torch and of the
     BLAS: the loss and gradient sums over samples are added in fixed blocks, L-BFGS's dot products
@@ -438,7 +474,7 @@ def test_a_probe_fit_is_bit_identical_for_one_and_two_threads(kind):
         labels = rng.integers(0, k, n)
         A = rng.normal(size=(k, d))[labels] * 0.5 + rng.normal(size=(n, d)) * 2
         X = np.concatenate([A, A + rng.normal(size=(n, d)) * 1e-3, A[:, :80] * 0.5], 1).astype(np.float32)
-        make = _SelectL2
+        make = _CVFirstRowsDev
     else:
         n, d, k = 40_000, 128, 50
         labels = rng.integers(0, k, n)

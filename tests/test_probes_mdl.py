@@ -10,7 +10,8 @@ import pytest
 from sklearn.base import BaseEstimator
 
 from probing.probes.control import ControlTask
-from probing.probes.mdl import MLPProbe, control_codelength, online_codelength
+from probing.probes.mdl import control_codelength, online_codelength
+from probing.probes.mlp import MLPProbe
 
 
 class LaplaceProbe(BaseEstimator):

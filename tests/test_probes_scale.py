@@ -26,7 +26,7 @@ from probing.probes.design import (
     _whitened,
     design_budget,
 )
-from probing.probes.linear import LinearProbe, select_l2
+from probing.probes.linear import LinearProbe, LinearProbeCV
 from probing.probes.solver import _linear_objective, _penalty_strength, _streamed_objective
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,14 +128,14 @@ def test_streamed_fit_reaches_the_float64_optimum(tmp_path):
     assert np.array_equal(streamed.predict(X), sk.predict(X))
 
 
-def test_select_l2_streams_the_same_path(tmp_path, five_classes):
-    """select_l2 over a streamed design: the same dev accuracy at every C, the same C chosen."""
+def test_linear_probe_cv_streams_the_same_path(tmp_path, five_classes):
+    """LinearProbeCV over a streamed design: the same dev accuracy at every C, the same C chosen."""
     X, y, Xd, yd = five_classes
     mm = _fp16_memmap(tmp_path, X)
-    full = select_l2(mm, y, Xd, yd, chunk_rows=256)
-    streamed = select_l2(mm, y, Xd, yd, chunk_rows=256, max_design_bytes=0)
+    full = LinearProbeCV(chunk_rows=256).fit(mm, y, Xd, yd)
+    streamed = LinearProbeCV(chunk_rows=256, max_design_bytes=0).fit(mm, y, Xd, yd)
     assert [p["dev_accuracy"] for p in streamed.l2_path_] == [p["dev_accuracy"] for p in full.l2_path_]
-    assert streamed.C == full.C
+    assert streamed.C_ == full.C_
     assert rel_diff(streamed.coef_, full.coef_) < 1e-4
 
 
@@ -204,6 +204,7 @@ print(rss("VmHWM:") - before)
 """
 
 
+@pytest.mark.slow  # 9.8 s on a shared 2-core machine
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to reset the peak RSS")
 def test_streamed_fit_peak_memory_is_chunks_not_the_data(tmp_path):
     """Fitting on a 160,000 x 256 fp16 memmap (82 MB on disk, a 164 MB fp32 copy): the streamed fit's peak

@@ -114,6 +114,25 @@ def probe_layers(
     name, or ``[[encoders]]`` tables as dicts. ``probe`` is the ``[probe]`` table (``C``, ``max_iter``,
     ``control``, ``mix``, ``concat``, ...). Without ``out_dir`` the files are written to a temporary folder
     that is removed. Columns: ``task, dataset, split, encoder, layer, metric, value, ci_low, ci_high, seed``.
+
+    Examples
+    --------
+    UPOS from the bundled model's layers on 40 sentences of each split of the bundled UD slice (one C, no
+    control task, 10 bootstrap replicates: a quick look, not a finding):
+
+    >>> results = probe_layers(
+    ...     "demo-ud:train",
+    ...     "demo-ud:test",
+    ...     max_sentences=40,
+    ...     probe={"C": [1.0], "max_iter": 500, "control": False},
+    ...     bootstrap=10,
+    ...     progress=False,
+    ... )
+    >>> accuracy = results[results.metric == "accuracy"].set_index(["encoder", "layer"]).value
+    >>> accuracy.index.tolist()
+    [('elmo', '0'), ('elmo', '1'), ('elmo', '2'), ('baseline', 'majority'), ('baseline', 'most-frequent-tag')]
+    >>> bool(accuracy["elmo"].min() > accuracy["baseline"].max())
+    True
     """
     tests = [test] if isinstance(test, (str, Corpus)) else list(test)
     if not tests:

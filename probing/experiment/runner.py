@@ -391,7 +391,30 @@ def run_experiment(
     one fp16 step. Provenance records per store ``ray_shards`` (the shard
     tasks that wrote it in this run, 0 for a cache hit; its ``seconds`` are those of the whole Ray
     extraction). Shards and finished jobs are cached as they finish, so a killed driver resumes; Ray retries a task
-    whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path."""
+    whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path.
+
+    Examples
+    --------
+    A one-task experiment given as a dict (the structure of an experiment file) on 40 sentences per split:
+
+    >>> import os, tempfile
+    >>> from probing.experiment import parse_experiment
+    >>> exp = parse_experiment(
+    ...     {
+    ...         "experiment": {"name": "tiny", "max_sentences": 40, "bootstrap": 10},
+    ...         "probe": {"C": [1.0], "max_iter": 500, "control": False, "mix": False, "concat": False},
+    ...         "encoders": [{"name": "elmo", "kind": "elmo"}],
+    ...         "tasks": [{"name": "upos", "kind": "tagging", "label": "upos", "train": "demo-ud:train", "test": ["demo-ud:test"]}],
+    ...     },
+    ...     source="example",
+    ... )
+    >>> out = tempfile.mkdtemp()
+    >>> results = run_experiment(exp, out, progress=False)
+    >>> sorted(os.listdir(out))
+    ['mix_weights.csv', 'per_tag.csv', 'results.csv', 'results.json']
+    >>> results.results.query("encoder == 'elmo' and metric == 'accuracy'").layer.tolist()
+    ['0', '1', '2']
+    """
     from probing.devices import use_device
 
     address = ray if ray is not None else exp.ray_address if exp.backend == "ray" else None

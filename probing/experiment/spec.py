@@ -427,7 +427,7 @@ def _encoder(t: Table) -> EncoderSpec:
 
 def _intervene(t: Table) -> InterveneSpec:
     from probing.erasure import METHODS
-    from probing.tasks.tagging import LABEL_COLUMNS
+    from probing.tasks.labels import LABEL_COLUMNS
 
     method = t.string("method", "leace", choices=METHODS)
     spec = InterveneSpec(
@@ -502,7 +502,7 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
 
 def _erase(t: Table) -> tuple[EraseSpec, ...]:
     from probing.erasure import METHODS
-    from probing.tasks.tagging import LABEL_COLUMNS
+    from probing.tasks.labels import LABEL_COLUMNS
 
     value = t.get("erase", "a table {label, method} or a list of them", lambda v: isinstance(v, (dict, list)))
     tables = value if isinstance(value, list) else [value]

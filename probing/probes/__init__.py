@@ -12,8 +12,8 @@ from typing import Any
 _EXPORTS = {
     "LinearProbe": "linear",
     "ScalarMixProbe": "mix",
-    "select_l2": "linear",
-    "select_mix_l2": "mix",
+    "LinearProbeCV": "linear",
+    "ScalarMixProbeCV": "mix",
     "bootstrap_mix_weights": "mix",
     "concat_layers": "linear",
     "ControlTask": "control",
@@ -25,7 +25,7 @@ _EXPORTS = {
     "online_codelength": "mdl",
     "control_codelength": "mdl",
     "OnlineCode": "mdl",
-    "MLPProbe": "mdl",
+    "MLPProbe": "mlp",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -38,12 +38,13 @@ def _scalar(label):
 
 class _WordBaseline(ABC):
     def score(self, words: Sequence[str], y: Sequence) -> float:
+        """Accuracy on ``words`` (n,) with gold labels ``y`` (n,)."""
         checked, labels = _check_pair(words, y, f"{type(self).__name__}.score")
         return float(np.mean(self.predict(checked) == labels))
 
     @abstractmethod
     def predict(self, words: Sequence[str]) -> np.ndarray:
-        """One predicted label per word."""
+        """One predicted label per word: (n,) for n ``words``."""
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "classes_"):
@@ -61,6 +62,7 @@ class MajorityBaseline(_WordBaseline):
     """Predicts the most frequent training label for every token."""
 
     def fit(self, words: Sequence[str], y: Sequence) -> MajorityBaseline:
+        """Count the labels ``y`` (n,) of the training ``words`` (n,)."""
         _, labels = _check_pair(words, y, "MajorityBaseline.fit")
         self._fit_counts(labels)
         return self
@@ -85,6 +87,7 @@ class MostFrequentTagBaseline(_WordBaseline):
         self.lowercase = lowercase
 
     def fit(self, words: Sequence[str], y: Sequence) -> MostFrequentTagBaseline:
+        """Count the labels ``y`` (n,) of each word type among the training ``words`` (n,)."""
         if self.lowercase not in LOWERCASE_MODES:
             raise InputError(
                 f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}"

@@ -50,6 +50,7 @@ class ControlTask:
         self.seed = seed
 
     def fit(self, words: Sequence[str], labels: Sequence | np.ndarray) -> ControlTask:
+        """Learn the label distribution of ``labels`` (n,), one per word of ``words`` (n,)."""
         words = _as_words(words, "ControlTask.fit")
         y = np.asarray(labels)
         if y.ndim != 1 or len(y) != len(words):
@@ -66,6 +67,7 @@ class ControlTask:
         return self
 
     def transform(self, words: Sequence[str]) -> np.ndarray:
+        """The control label (n,) of each of ``words`` (n,): one per word type, drawn from the label distribution."""
         if not hasattr(self, "classes_"):
             raise RuntimeError("ControlTask.transform: call fit(words, labels) first")
         words = _as_words(words, "ControlTask.transform")
@@ -79,6 +81,7 @@ class ControlTask:
         return self.classes_[type_labels[codes]]
 
     def fit_transform(self, words: Sequence[str], labels: Sequence) -> np.ndarray:
+        """Fit on ``words`` (n,) and ``labels`` (n,), then their control labels (n,)."""
         words = _as_words(words, "ControlTask.fit_transform")
         return self.fit(words, labels).transform(words)
 

@@ -71,14 +71,27 @@ def data_efficiency_ratio(
 ) -> float:
     """How many times more training data the reference needs to reach the score reached at size ``at``.
 
-    n, score : (k,) the representation's curve (sizes strictly increasing); ``at`` a size within it.
-    n_reference, score_reference : (m,) the reference's curve, on the same size unit.
-    Returns ``n_ref / at``, where ``n_ref`` is the smallest size at which the reference's curve,
-    linear in ``log n`` between its measured points, reaches ``score(at)``: ``inf`` when it never does
-    within its sizes ("more than the full set"). When the reference's first point already reaches the
-    level, ``n_ref`` is that first size, so the ratio is an upper bound (the curve was not measured lower).
-    A ratio of 10 at ``at = 1 %`` of the data: the reference needs 10 % to match.
-    ``higher_is_better=False`` for losses (the level is reached at or below it).
+    ``n_ref`` is the smallest size at which the reference's curve, linear in ``log n`` between its measured
+    points, reaches ``score(at)``: ``inf`` when it never does within its sizes ("more than the full set").
+    When the reference's first point already reaches the level, ``n_ref`` is that first size, so the ratio is
+    an upper bound (the curve was not measured lower). A ratio of 10 at ``at = 1 %`` of the data: the
+    reference needs 10 % to match.
+
+    Parameters
+    ----------
+    n, score : (k,)
+        The representation's curve (sizes strictly increasing).
+    n_reference, score_reference : (m,)
+        The reference's curve, on the same size unit.
+    at : float
+        A size within ``n``.
+    higher_is_better : bool
+        False for losses (the level is reached at or below it).
+
+    Returns
+    -------
+    float
+        ``n_ref / at``.
     """
     sizes, vals = _curve(n, score, "data_efficiency_ratio")
     ref_sizes, ref_vals = _curve(n_reference, score_reference, "data_efficiency_ratio (reference)")
@@ -106,12 +119,25 @@ def _loss_blocks(n_train: ArrayLike, block_items: ArrayLike, losses: ArrayLike):
 def surplus_description_length(block_items: ArrayLike, losses: ArrayLike, epsilon: float) -> tuple[float, bool]:
     """Whitney et al.'s SDL over the measured blocks: ``sum_k block_items[k] * max(losses[k] - epsilon, 0)``.
 
-    block_items : (k,) items in each block of the curve; losses : (k,) the mean loss per item of the
-    model that coded the block (bits per token for an online code). ``epsilon``: the loss a predictor must
-    reach, in the same unit. SDL is the data-cost of learning a predictor with loss ``epsilon``: the loss in
-    excess of ``epsilon`` summed over every item until the learner gets there; at ``epsilon = 0`` it is the
-    online codelength itself (MDL). Returns ``(sdl, complete)``: ``complete`` is false when the last block's
-    loss is still above ``epsilon``, so the value is a lower bound (the curve goes on beyond the data).
+    SDL is the data-cost of learning a predictor with loss ``epsilon``: the loss in excess of ``epsilon``
+    summed over every item until the learner gets there; at ``epsilon = 0`` it is the online codelength itself
+    (MDL).
+
+    Parameters
+    ----------
+    block_items : (k,)
+        Items in each block of the curve.
+    losses : (k,)
+        The mean loss per item of the model that coded the block (bits per token for an online code).
+    epsilon : float
+        The loss a predictor must reach, in the same unit.
+
+    Returns
+    -------
+    sdl : float
+    complete : bool
+        False when the last block's loss is still above ``epsilon``, so ``sdl`` is a lower bound (the curve
+        goes on beyond the data).
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
         raise InputError(f"surplus_description_length: epsilon must be a non-negative number, got {epsilon!r}")
@@ -122,10 +148,21 @@ def surplus_description_length(block_items: ArrayLike, losses: ArrayLike, epsilo
 def epsilon_sample_complexity(n_train: ArrayLike, losses: ArrayLike, epsilon: float) -> float:
     """Whitney et al.'s eSC: the smallest training size whose model has loss at most ``epsilon``.
 
-    n_train : (k,) training sizes, strictly increasing (for an online code: the items sent before each
-    block, 0 for the first); losses : (k,) the loss of the model trained on that many items. Like the
-    reference implementation, the answer is the smallest measured size (no interpolation), ``inf`` when no
-    measured model reaches ``epsilon``.
+    Like the reference implementation, the answer is the smallest measured size (no interpolation).
+
+    Parameters
+    ----------
+    n_train : (k,)
+        Training sizes, strictly increasing (for an online code: the items sent before each block, 0 for
+        the first).
+    losses : (k,)
+        The loss of the model trained on that many items.
+    epsilon : float
+
+    Returns
+    -------
+    float
+        That size, ``inf`` when no measured model reaches ``epsilon``.
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
         raise InputError(f"epsilon_sample_complexity: epsilon must be a non-negative number, got {epsilon!r}")

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from probing.errors import InputError
@@ -59,11 +59,14 @@ from probing.probes.design import (
     design_budget,
 )
 from probing.probes.solver import (
+    DEFAULT_CS,
     _check_C,
     _check_common,
+    _check_Cs,
     _check_label_types,
     _dev_log_loss,
     _encode_labels,
+    _holdout_rows,
     _index_labels,
     _linear_objective,
     _nll,
@@ -71,6 +74,7 @@ from probing.probes.solver import (
     _run_lbfgs,
     _softmax_proba,
     _streamed_objective,
+    _torch_generator,
     _warm_l2_path,
     _warn_not_converged,
 )
@@ -109,8 +113,25 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         in float64, which minimises the same objective (same optimum to within the solver's rounding), ~2x
         slower, in memory of a few chunks.
 
-    Attributes: ``classes_``, ``coef_`` (1 or n_classes rows, raw feature scale), ``intercept_``,
-    ``n_features_in_``, ``n_iter_``, ``dev_score_`` (accuracy on ``X_dev`` when given, else None).
+    Attributes
+    ----------
+    classes_ : ndarray (n_classes,), the labels seen in training, sorted.
+    coef_ : ndarray (1, d) for two classes, else (n_classes, d), on the raw feature scale.
+    intercept_ : ndarray (1,) or (n_classes,).
+    n_features_in_, n_iter_ : int.
+    dev_score_ : accuracy on ``X_dev`` when given, else None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 4))  # 300 tokens, 4 features
+    >>> y = np.where(X[:, 0] + 0.1 * rng.normal(size=300) > 0, "NOUN", "VERB")
+    >>> probe = LinearProbe(C=1.0).fit(X[:200], y[:200])
+    >>> probe.classes_.tolist(), probe.coef_.shape
+    (['NOUN', 'VERB'], (1, 4))
+    >>> bool(probe.score(X[200:], y[200:]) > 0.9)
+    True
     """
 
     def __init__(
@@ -146,14 +167,14 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
 
     # -- fitting
 
-    def _validate_params_(self) -> float:
+    def _check_settings(self) -> None:
+        """InputError for a bad parameter other than the penalty."""
         name = type(self).__name__
         if self.solver not in _SOLVERS:
             raise InputError(f"{name}: solver must be one of {_SOLVERS}, got {self.solver!r}")
         if self.precondition not in _PRECONDITIONERS:
             raise InputError(f"{name}: precondition must be one of {_PRECONDITIONERS}, got {self.precondition!r}")
         _check_common(self, ("max_iter", "batch_size", "n_iter_no_change", "chunk_rows"))
-        return _check_C(self.C, name)
 
     _CHECK = dict(dtype="numeric", ensure_all_finite=False, order=None, copy=False)
 
@@ -170,7 +191,8 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         ``X_dev``/``y_dev`` are optional held-out data: Adam early-stops on them; both solvers
         report their accuracy as ``dev_score_``.
         """
-        C = self._validate_params_()
+        self._check_settings()
+        C = _check_C(self.C, type(self).__name__)
         _check_label_types(y, type(self).__name__)  # before validate_data makes ["a", 1] the strings "a", "1"
         X, y = self._check_Xy(X, y)
         self.classes_, y_idx = _encode_labels(y, type(self).__name__)
@@ -260,7 +282,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         b = torch.zeros(k, requires_grad=self.fit_intercept)
         params = [theta, b] if self.fit_intercept else [theta]
         opt = torch.optim.Adam(params, lr=self.learning_rate)
-        gen = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**62)))
+        gen = _torch_generator(self.random_state)
         starts = torch.arange(0, n, self.chunk_rows)
         y_t = torch.from_numpy(y_idx)
 
@@ -303,11 +325,13 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, n_classes) of X (n, d)."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return _softmax_proba(_linear_scores(X, self.coef_, self.intercept_, self.chunk_rows))
 
     def predict_log_proba(self, X) -> np.ndarray:
+        """Log class probabilities (n, n_classes) of X (n, d), in float64."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         scores = _linear_scores(X, self.coef_, self.intercept_, self.chunk_rows)
@@ -323,84 +347,167 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
+        """The predicted class (n,) of each row of X (n, d)."""
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return self.classes_[self._predict_index(X)]
 
 
-def select_l2(
-    X,
-    y,
-    X_dev,
-    y_dev,
-    Cs: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
-    **probe_params,
-) -> LinearProbe:
-    """Fit ``LinearProbe`` for each ``C`` and keep the one with the best dev accuracy (ties to the smaller C).
+class LinearProbeCV(LinearProbe):
+    """``LinearProbe`` with its inverse L2 strength chosen on dev data from a grid (like scikit-learn's
+    ``LogisticRegressionCV``, with one held-out set instead of folds).
 
-    With L-BFGS, X is copied and preconditioned once (only the per-direction whitening scale, which depends
-    on C, is adjusted in place) and each fit is warm-started from the previous C's solution
-    (:func:`~probing.probes.solver._warm_l2_path`); Adam fits each C from scratch (its early stopping needs
-    the dev data anyway). The returned probe is fitted with the chosen C and carries ``l2_path_``: one dict
-    per C with ``C``, ``dev_accuracy`` and ``n_iter``.
+    Every C of ``Cs`` is fitted, from the strongest penalty to the weakest, and the fit with the best dev
+    accuracy is kept (ties to the smaller C, the simpler probe). With L-BFGS, X is copied and preconditioned
+    once (only the per-direction whitening scale, which depends on C, is adjusted in place) and each fit is
+    warm-started from the previous C's solution (:func:`~probing.probes.solver._warm_l2_path`); Adam fits
+    each C from scratch (its early stopping needs the dev data anyway).
+
+    Parameters
+    ----------
+    Cs : the grid of inverse L2 strengths (any order; visited sorted).
+    holdout : without ``X_dev``/``y_dev``, every ``holdout``-th row of X is the dev data and the probe is fit
+        on the others.
+    The other parameters are ``LinearProbe``'s.
+
+    Attributes
+    ----------
+    C_ : float, the chosen C.
+    Cs_ : ndarray (n_Cs,), the grid as visited (ascending).
+    dev_scores_ : ndarray (n_Cs,), the dev accuracy of each C in ``Cs_``.
+    l2_path_ : list of dicts, one per C in ``Cs_``: ``C``, ``dev_accuracy``, ``n_iter``.
+    dev_score_ : float, the chosen C's dev accuracy.
+    ``classes_``, ``coef_``, ``intercept_``, ``n_features_in_``, ``n_iter_``: those of the chosen C's fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5))
+    >>> y = np.where(X[:, 0] > 0, "pos", "neg")
+    >>> probe = LinearProbeCV(Cs=[0.01, 1.0]).fit(X[:150], y[:150], X[150:], y[150:])
+    >>> probe.C_ in probe.Cs_, len(probe.l2_path_)
+    (True, 2)
     """
-    if not len(Cs):
-        raise InputError("select_l2: Cs is empty")
-    probe = LinearProbe(**probe_params)
-    Cs = sorted(_check_C(c, "select_l2") for c in Cs)
-    if probe.solver == "adam":
-        return _select_l2_adam(probe, X, y, X_dev, y_dev, Cs)
-    probe.set_params(C=Cs[0])
-    probe._validate_params_()
-    X, y = probe._check_Xy(X, y)
-    probe.classes_, y_idx = _encode_labels(y, "select_l2")
-    X_dev = probe._check_X(X_dev, reset=False)
-    dev_idx = _index_labels(y_dev, probe.classes_)
-    if len(dev_idx) != X_dev.shape[0]:
-        raise InputError(f"select_l2: X_dev has {X_dev.shape[0]} rows but y_dev has {len(dev_idx)}")
-    design = probe._design(X, Cs[0])
 
-    def fit(C: float, init):
-        init = probe._fit_design(design, y_idx, C, init=init)
-        return init, probe.n_iter_
+    dev_score_: float
 
-    (acc, C, kept), path = _warm_l2_path(
-        Cs,
-        X.shape[0],
-        design,
-        probe.chunk_rows,
-        fit,
-        rescale=lambda init, factor: (init[0] * factor, init[1]),
-        dev_accuracy=lambda: float(np.mean(probe._predict_index(X_dev) == dev_idx)),
-        snapshot=lambda: (probe.coef_.copy(), probe.intercept_.copy(), probe.n_iter_),
-    )
-    probe.coef_, probe.intercept_, probe.n_iter_ = kept
-    probe.set_params(C=C)
-    probe.dev_score_ = acc
-    probe.l2_path_ = path
-    return probe
+    def __init__(
+        self,
+        Cs: Sequence[float] = DEFAULT_CS,
+        *,
+        holdout: int = 10,
+        fit_intercept: bool = True,
+        max_iter: int = 100,
+        tol: float = 1e-4,
+        solver: str = "lbfgs",
+        precondition: str = "whiten",
+        batch_size: int = 512,
+        learning_rate: float = 1e-2,
+        n_iter_no_change: int = 5,
+        random_state: int | None = None,
+        chunk_rows: int = CHUNK_ROWS,
+        device: str | None = None,
+        max_design_bytes: int | None = None,
+    ):
+        self.Cs = Cs
+        self.holdout = holdout
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver = solver
+        self.precondition = precondition
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.chunk_rows = chunk_rows
+        self.device = device
+        self.max_design_bytes = max_design_bytes
 
+    def fit(self, X, y, X_dev=None, y_dev=None) -> LinearProbeCV:
+        """Fit every C on ``X`` (n, d) and ``y`` (n,), keep the best on ``X_dev`` (n_dev, d), ``y_dev`` (n_dev,)."""
+        name = type(self).__name__
+        Cs = _check_Cs(self.Cs, name)
+        self._check_settings()
+        _check_label_types(y, name)
+        X, y = self._check_Xy(X, y)
+        self.classes_, y_idx = _encode_labels(y, name)
+        if (X_dev is None) != (y_dev is None):
+            raise InputError(f"{name}.fit: pass both X_dev and y_dev, or neither")
+        if X_dev is None:
+            train, held = _holdout_rows(len(y_idx), self.holdout, name)
+            X, y_idx, X_dev, dev_idx = X[train], y_idx[train], X[held], y_idx[held]
+            y_dev = self.classes_[dev_idx]
+        else:
+            X_dev = self._check_X(X_dev, reset=False)
+            dev_idx = _index_labels(y_dev, self.classes_)
+            if len(dev_idx) != X_dev.shape[0]:
+                raise InputError(f"{name}: X_dev has {X_dev.shape[0]} rows but y_dev has {len(dev_idx)}")
+        if self.solver == "adam":
+            (acc, C, kept), path = self._adam_path(Cs, X, y_idx, X_dev, y_dev, dev_idx)
+        else:
+            (acc, C, kept), path = self._lbfgs_path(Cs, X, y_idx, X_dev, dev_idx)
+        self.coef_, self.intercept_, self.n_iter_ = kept
+        self.C_, self.dev_score_, self.l2_path_ = C, acc, path
+        self.Cs_ = np.array(Cs)
+        self.dev_scores_ = np.array([p["dev_accuracy"] for p in path])
+        return self
 
-def _select_l2_adam(probe: LinearProbe, X, y, X_dev, y_dev, Cs: list[float]) -> LinearProbe:
-    best: LinearProbe | None = None
-    path = []
-    for C in Cs:
-        fitted = clone(probe).set_params(C=C).fit(X, y, X_dev, y_dev)
-        path.append({"C": C, "dev_accuracy": fitted.dev_score_, "n_iter": fitted.n_iter_})
-        if best is None or fitted.dev_score_ > best.dev_score_:
-            best = fitted
-    assert best is not None
-    best.l2_path_ = path
-    return best
+    def _snapshot(self) -> tuple[np.ndarray, np.ndarray, int]:
+        return self.coef_.copy(), self.intercept_.copy(), self.n_iter_
+
+    def _dev_accuracy(self, X_dev, dev_idx: np.ndarray) -> float:
+        return float(np.mean(self._predict_index(X_dev) == dev_idx))
+
+    def _lbfgs_path(self, Cs: list[float], X, y_idx: np.ndarray, X_dev, dev_idx: np.ndarray):
+        design = self._design(X, Cs[0])
+
+        def fit(C: float, init):
+            init = self._fit_design(design, y_idx, C, init=init)
+            return init, self.n_iter_
+
+        return _warm_l2_path(
+            Cs,
+            X.shape[0],
+            design,
+            self.chunk_rows,
+            fit,
+            rescale=lambda init, factor: (init[0] * factor, init[1]),
+            dev_accuracy=lambda: self._dev_accuracy(X_dev, dev_idx),
+            snapshot=self._snapshot,
+        )
+
+    def _adam_path(self, Cs: list[float], X, y_idx: np.ndarray, X_dev, y_dev, dev_idx: np.ndarray):
+        """Each C fitted from scratch (same result as ``LinearProbe(C=C, solver="adam").fit``)."""
+        best: tuple[float, float, tuple] | None = None
+        path = []
+        for C in Cs:
+            self._fit_adam(X, y_idx, C, X_dev, y_dev)
+            acc = self._dev_accuracy(X_dev, dev_idx)
+            path.append({"C": C, "dev_accuracy": acc, "n_iter": self.n_iter_})
+            if best is None or acc > best[0]:
+                best = (acc, C, self._snapshot())
+        assert best is not None
+        return best, path
 
 
 # ----------------------------------------------------------------------------- layer combinations
 
 
 def concat_layers(layers: Sequence[np.ndarray]) -> np.ndarray:
-    """Concatenate per-layer features (n, d_k) along features; the dtype (e.g. fp16) is kept.
+    """Concatenate per-layer features along features; the dtype (e.g. fp16) is kept.
 
     The "concat" probe is ``LinearProbe().fit(concat_layers([...]), y)``.
+
+    Parameters
+    ----------
+    layers : sequence of (n, d_k) arrays
+        The same n tokens in every layer.
+
+    Returns
+    -------
+    ndarray (n, sum_k d_k)
     """
     layers = [np.asarray(a) for a in layers]
     if not layers:

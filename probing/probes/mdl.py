@@ -24,7 +24,7 @@ What the reference code does (lena-voita/description-length-probing, ``control_t
 
 The default probe is :class:`probing.probes.linear.LinearProbe` (L-BFGS, exact optimum of a convex
 objective, so no epochs to stop early: with ``Cs`` the dev set picks the L2 strength per block, by dev
-cross-entropy, which plays the role of early stopping); ``probe="mlp"`` is :class:`MLPProbe`, the
+cross-entropy, which plays the role of early stopping); ``probe="mlp"`` is :class:`~probing.probes.mlp.MLPProbe`, the
 reference's MLP (ReLU, 1 or 2 hidden layers, Adam, early stopping on dev loss); any estimator with
 ``fit``/``predict_proba``/``classes_`` works (cloned per block). The coded block is never seen by the
 probe that codes it: neither in training nor as dev data.
@@ -41,15 +41,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import clone
 
 from probing.errors import InputError
 from probing.probes.control import ControlTask
 from probing.probes.curves import epsilon_sample_complexity, surplus_description_length
 from probing.probes.linear import LinearProbe
+from probing.probes.mlp import MLPProbe
 
-__all__ = ["FRACTIONS", "MLPProbe", "OnlineCode", "online_codelength", "control_codelength"]
+__all__ = ["FRACTIONS", "OnlineCode", "online_codelength", "control_codelength"]
 
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 _LN2 = math.log(2.0)
@@ -138,123 +138,6 @@ class OnlineCode:
         )
 
 
-# ----------------------------------------------------------------------------- MLP probe
-
-
-class MLPProbe(ClassifierMixin, BaseEstimator):
-    """ReLU MLP classifier (``hidden_layers`` of ``width`` units) trained with Adam and early stopping.
-
-    Features are standardised with the training rows' mean and standard deviation. Each epoch shuffles
-    the rows (seeded by ``random_state``) in minibatches of ``batch_size``; after each epoch the mean dev
-    cross-entropy is measured, the learning rate is halved when it does not improve (the reference's
-    ``ReduceLROnPlateau(factor=0.5, patience=0)``), training stops after ``patience`` epochs without an
-    improvement of more than ``tol`` and the best-dev weights are kept. Without dev data it trains for
-    ``max_epochs``. X: (n, d) any float dtype; labels any hashable.
-    """
-
-    def __init__(
-        self,
-        hidden_layers: int = 1,
-        width: int = 256,
-        *,
-        learning_rate: float = 1e-3,
-        batch_size: int = 128,
-        max_epochs: int = 40,
-        patience: int = 5,
-        tol: float = 1e-3,
-        random_state: int | None = 0,
-    ):
-        self.hidden_layers = hidden_layers
-        self.width = width
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.tol = tol
-        self.random_state = random_state
-
-    def _net(self, d: int, k: int) -> torch.nn.Sequential:
-        layers: list[torch.nn.Module] = []
-        for i in range(self.hidden_layers):
-            layers += [torch.nn.Linear(d if i == 0 else self.width, self.width), torch.nn.ReLU()]
-        layers.append(torch.nn.Linear(self.width if self.hidden_layers else d, k))
-        return torch.nn.Sequential(*layers)
-
-    def _tensor(self, X) -> torch.Tensor:
-        x = X if isinstance(X, torch.Tensor) else torch.from_numpy(np.asarray(X, dtype=np.float32))
-        return (x - self.mean_) / self.scale_
-
-    def fit(self, X, y, X_dev=None, y_dev=None) -> MLPProbe:
-        if self.hidden_layers not in (1, 2):
-            raise InputError(f"MLPProbe: hidden_layers must be 1 or 2, got {self.hidden_layers!r}")
-        if not (isinstance(self.width, int) and self.width >= 1):
-            raise InputError(f"MLPProbe: width must be a positive int, got {self.width!r}")
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[0] != len(y):
-            raise InputError(f"MLPProbe: X must be (n, d) with one row per label; got {X.shape} for {len(y)} labels")
-        self.classes_, y_idx = np.unique(np.asarray(y), return_inverse=True)
-        x32 = torch.from_numpy(np.asarray(X, dtype=np.float32))
-        total, sq = torch.zeros(X.shape[1], dtype=torch.float64), torch.zeros(X.shape[1], dtype=torch.float64)
-        for chunk in x32.split(65536):
-            total += chunk.double().sum(0)
-        mean = total / len(x32)
-        for chunk in x32.split(65536):
-            sq += ((chunk.double() - mean) ** 2).sum(0)
-        std = (sq / len(x32)).sqrt()
-        self.mean_, self.scale_ = mean.float(), torch.where(std > 0, std, 1.0).float()
-        gen = torch.Generator().manual_seed(int(np.random.default_rng(self.random_state).integers(2**62)))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
-            net = self._net(X.shape[1], len(self.classes_))
-        opt = torch.optim.Adam(net.parameters(), lr=self.learning_rate)
-        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=0)
-        x, t = self._tensor(x32), torch.from_numpy(y_idx.astype(np.int64))
-        dev = None
-        if X_dev is not None and len(X_dev):
-            lookup = {c: i for i, c in enumerate(self.classes_.tolist())}
-            d_idx = np.array([lookup.get(v, -1) for v in np.asarray(y_dev).tolist()], dtype=np.int64)
-            seen = d_idx >= 0
-            if seen.any():
-                dev = (self._tensor(np.asarray(X_dev)[seen]), torch.from_numpy(d_idx[seen]))
-        best, best_state, stale = math.inf, None, 0
-        self.n_iter_ = 0
-        for _ in range(self.max_epochs):
-            net.train()
-            for idx in torch.randperm(len(t), generator=gen).split(self.batch_size):
-                opt.zero_grad()
-                torch.nn.functional.cross_entropy(net(x[idx]), t[idx]).backward()
-                opt.step()
-            self.n_iter_ += 1
-            if dev is None:
-                continue
-            net.eval()
-            with torch.no_grad():
-                loss = float(torch.nn.functional.cross_entropy(net(dev[0]), dev[1]))
-            sched.step(loss)
-            if loss < best - self.tol:
-                best, best_state, stale = loss, {k: v.clone() for k, v in net.state_dict().items()}, 0
-            else:
-                stale += 1
-                if stale >= self.patience:
-                    break
-        if best_state is not None:
-            net.load_state_dict(best_state)
-        net.eval()
-        self.net_ = net
-        self.dev_loss_ = best if dev is not None else None
-        return self
-
-    def predict_log_proba(self, X) -> np.ndarray:
-        with torch.no_grad():
-            return torch.log_softmax(self.net_(self._tensor(X)).double(), dim=1).numpy()
-
-    def predict_proba(self, X) -> np.ndarray:
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_log_proba(X).argmax(1)]
-
-
 # ----------------------------------------------------------------------------- online code
 
 
@@ -314,18 +197,46 @@ def online_codelength(
     reference_units: bool = False,
     progress: bool = False,
 ) -> OnlineCode:
-    """Online codelength, in bits, of labels ``y`` given features ``X`` (n, d), blocks of whole sentences.
+    """Online codelength, in bits, of labels ``y`` given features ``X``, blocks of whole sentences.
 
-    groups: (n,) sentence id of each token (tokens of a sentence stay together; any hashable ids).
-    X_dev, y_dev: the task's dev split, for early stopping (the reference's choice); without them a
-    seeded ``dev_fraction`` of the already-sent sentences is held out of each block's training set, when
-    the probe uses dev data (``"mlp"``, ``"linear"`` with ``Cs``, an estimator whose ``fit`` takes ``X_dev``).
-    probe: ``"linear"`` (LinearProbe(C), or the C in ``Cs`` with the lowest dev cross-entropy),
-    ``"mlp"`` (MLPProbe(hidden_layers, width)) or an estimator to clone per block.
-    n_classes: K of the uniform code (default: the distinct labels in ``y``; pass the task's tag-set
-    size when ``y`` lacks some). smoothing: each code is ``(1 - s) p + s / K``, so a class the probe has not
-    seen yet costs ~log2(K / s) bits instead of infinity. reference_units: total = first block in bits +
-    later blocks in nats, kbits = bits / 1024 (see the module docstring).
+    Without ``X_dev``/``y_dev``, a seeded ``dev_fraction`` of the already-sent sentences is held out of each
+    block's training set when the probe uses dev data (``"mlp"``, ``"linear"`` with ``Cs``, an estimator whose
+    ``fit`` takes ``X_dev``). Each code is ``(1 - smoothing) p + smoothing / K``, so a class the probe has not
+    seen yet costs ~log2(K / smoothing) bits instead of infinity.
+
+    Parameters
+    ----------
+    X : (n, d)
+        Features of the n tokens.
+    y : (n,)
+        Their labels.
+    groups : (n,)
+        Sentence id of each token (tokens of a sentence stay together; any hashable ids).
+    X_dev : (n_dev, d), optional
+        The task's dev split, for early stopping (the reference's choice).
+    y_dev : (n_dev,), optional
+        Its labels.
+    probe : ``"linear"``, ``"mlp"`` or an estimator
+        ``"linear"``: LinearProbe(C), or the C in ``Cs`` with the lowest dev cross-entropy; ``"mlp"``:
+        MLPProbe(hidden_layers, width); an estimator is cloned per block.
+    fractions : (k,) float
+        Cumulative block boundaries, strictly increasing to 1.0.
+    seed : int
+        Orders the sentences (and seeds the probes).
+    n_classes : int, optional
+        K of the uniform code (default: the distinct labels in ``y``; pass the task's tag-set size when ``y``
+        lacks some).
+    C, Cs, hidden_layers, width, max_iter : the probe's settings.
+    dev_fraction, smoothing : see above.
+    reference_units : bool
+        Total = first block in bits + later blocks in nats, kbits = bits / 1024 (see the module docstring).
+    progress : bool
+        A progress bar over the blocks.
+
+    Returns
+    -------
+    OnlineCode
+        Its arrays have one entry per block (k,).
     """
     y_arr, g_arr = np.asarray(y), np.asarray(groups)
     n = len(y_arr)
@@ -457,7 +368,27 @@ def control_codelength(
 ) -> OnlineCode:
     """Online codelength of the control task (Hewitt & Liang): :class:`ControlTask` labels, one random
     label per word type drawn from ``y``'s distribution, coded with the same K as the task (so the
-    uniform codelengths are equal). Dev labels are the control labels of ``words_dev``."""
+    uniform codelengths are equal). Dev labels are the control labels of ``words_dev``.
+
+    Parameters
+    ----------
+    X : (n, d)
+    y : (n,)
+        The task's labels (their distribution and K).
+    words : (n,) str
+        The tokens' words (the control labels are per word type).
+    groups : (n,)
+        Sentence id of each token.
+    control_seed : int
+        Seeds the control labels.
+    X_dev : (n_dev, d), optional
+    words_dev : (n_dev,) str, optional
+    **kwargs : the other arguments of :func:`online_codelength`.
+
+    Returns
+    -------
+    OnlineCode
+    """
     if (X_dev is None) != (words_dev is None):
         raise InputError("control_codelength: pass both X_dev and words_dev, or neither")
     task = ControlTask(seed=control_seed).fit(list(words), np.asarray(y).tolist())

@@ -1,5 +1,5 @@
 """``ScalarMixProbe``: the scalar mix of Peters et al. (2018, Eq. 1) learned jointly with a linear classifier,
-and ``select_mix_l2``, its choice of C on dev data."""
+and ``ScalarMixProbeCV``, the same with C chosen on dev data."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ from threadpoolctl import threadpool_limits
 from probing.errors import InputError
 from probing.probes.design import CHUNK_ROWS, _check_finite_chunk, _Design, _whitened_layers
 from probing.probes.solver import (
+    DEFAULT_CS,
     _check_C,
     _check_common,
+    _check_Cs,
     _encode_labels,
+    _holdout_rows,
     _index_labels,
     _mix_objective,
     _penalty_strength,
@@ -108,8 +111,8 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         self.chunk_rows = chunk_rows
         self.device = device
 
-    def _prepare(self, X, y, C: float) -> tuple[list[np.ndarray], np.ndarray, _Design]:
-        """Validate, encode labels and build the whitened layer stack for penalty ``C``."""
+    def _layers_labels(self, X, y) -> tuple[list[np.ndarray], np.ndarray]:
+        """Validate the parameters and the data; the layers (each (n, dim)) and the label indices (n,)."""
         name = type(self).__name__
         _check_common(self, ("max_iter", "chunk_rows"))
         if not (isinstance(self.mix_l2, (int, float)) and self.mix_l2 >= 0):
@@ -126,9 +129,19 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         if len(y) != n:
             raise InputError(f"{name}: X has {n} samples but y has {len(y)}")
         self.classes_, y_idx = _encode_labels(y, name)
-        return layers, y_idx, _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, n)).to(self.device)
+        return layers, y_idx
+
+    def _design(self, layers: list[np.ndarray], C: float) -> _Design:
+        """The whitened layer stack (n, L, dim) for penalty ``C``."""
+        return _whitened_layers(layers, self.chunk_rows, _penalty_strength(C, layers[0].shape[0])).to(self.device)
+
+    def _prepare(self, X, y, C: float) -> tuple[list[np.ndarray], np.ndarray, _Design]:
+        """Validate, encode labels and build the whitened layer stack for penalty ``C``."""
+        layers, y_idx = self._layers_labels(X, y)
+        return layers, y_idx, self._design(layers, C)
 
     def fit(self, X, y) -> ScalarMixProbe:
+        """Fit on ``X`` ((n, L, d) or L arrays (n, d)) and ``y`` (n,)."""
         C = _check_C(self.C, type(self).__name__)
         _, y_idx, design = self._prepare(X, y, C)
         self._fit_design(design, y_idx, C)
@@ -192,10 +205,12 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return out
 
     def decision_function(self, X) -> np.ndarray:
+        """Logits: (n,) for binary problems, (n, n_classes) otherwise."""
         scores = self._scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, n_classes)."""
         return _softmax_proba(self._scores(X))
 
     def _predict_index(self, X) -> np.ndarray:
@@ -203,68 +218,128 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return (scores[:, 0] > 0).astype(np.int64) if scores.shape[1] == 1 else scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
+        """The predicted class (n,) of each sample."""
         check_is_fitted(self)
         return self.classes_[self._predict_index(X)]
 
 
-def select_mix_l2(
-    X, y, X_dev, y_dev, Cs: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0), **probe_params
-) -> ScalarMixProbe:
-    """``select_l2`` for the scalar mix: fit ``ScalarMixProbe`` for each ``C`` (weakening penalties,
-    each warm-started from the previous solution on one whitened copy of the layers) and keep the one
-    with the best dev accuracy (ties to the smaller C). The probe carries ``l2_path_`` like
-    ``select_l2``'s. The scalar mix makes the problem non-convex, so the warm start can also steer
-    which local optimum a C ends in; it is deterministic either way.
+class ScalarMixProbeCV(ScalarMixProbe):
+    """``ScalarMixProbe`` with C chosen on dev data from a grid, as ``LinearProbeCV`` chooses it: every C of
+    ``Cs``, from the strongest penalty, warm-started from the previous solution on one whitened copy of the
+    layers; the best dev accuracy is kept (ties to the smaller C). The scalar mix makes the problem
+    non-convex, so the warm start can also steer which local optimum a C ends in; it is deterministic
+    either way.
+
+    Parameters
+    ----------
+    Cs : the grid of inverse L2 strengths (any order; visited sorted).
+    holdout : without ``X_dev``/``y_dev``, every ``holdout``-th sample is the dev data and the probe is fit
+        on the others.
+    The other parameters are ``ScalarMixProbe``'s; X and ``X_dev`` take its forms.
+
+    Attributes
+    ----------
+    C_, Cs_ (n_Cs,), dev_scores_ (n_Cs,), l2_path_, dev_score_ : as ``LinearProbeCV``'s.
+    ``classes_``, ``mix_weights_`` (n_layers,), ``gamma_``, ``coef_``, ``intercept_``, ``n_iter_``: the chosen C's fit.
     """
-    if not len(Cs):
-        raise InputError("select_mix_l2: Cs is empty")
-    Cs = sorted(_check_C(c, "select_mix_l2") for c in Cs)
-    probe = ScalarMixProbe(**probe_params)
-    _, y_idx, design = probe._prepare(X, y, Cs[0])
-    dev_idx = _index_labels(y_dev, probe.classes_)
-    fitted = ("mix_weights_", "coef_", "intercept_", "gamma_", "n_iter_")
 
-    def fit(C: float, init):
-        init = probe._fit_design(design, y_idx, C, init=init)
-        return init, probe.n_iter_
+    def __init__(
+        self,
+        Cs: Sequence[float] = DEFAULT_CS,
+        *,
+        holdout: int = 10,
+        n_layers: int | None = None,
+        mix_l2: float = 0.0,
+        max_iter: int = 300,
+        tol: float = 1e-4,
+        chunk_rows: int = CHUNK_ROWS,
+        device: str | None = None,
+    ):
+        self.Cs = Cs
+        self.holdout = holdout
+        self.n_layers = n_layers
+        self.mix_l2 = mix_l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.chunk_rows = chunk_rows
+        self.device = device
 
-    (acc, C, attrs), path = _warm_l2_path(
-        Cs,
-        len(y_idx),
-        design,
-        probe.chunk_rows,
-        fit,
-        rescale=lambda init, factor: (init[0], init[1] * factor, init[2]),
-        dev_accuracy=lambda: float(np.mean(probe._predict_index(X_dev) == dev_idx)),
-        snapshot=lambda: {a: getattr(probe, a) for a in fitted},
-    )
-    for a, v in attrs.items():
-        setattr(probe, a, v)
-    probe.set_params(C=C)
-    probe.dev_score_ = acc
-    probe.l2_path_ = path
-    return probe
+    _FITTED = ("mix_weights_", "coef_", "intercept_", "gamma_", "n_iter_")
+
+    def fit(self, X, y, X_dev=None, y_dev=None) -> ScalarMixProbeCV:
+        """Fit every C on ``X`` and ``y`` (n,), keep the best on ``X_dev``, ``y_dev`` (n_dev,)."""
+        name = type(self).__name__
+        Cs = _check_Cs(self.Cs, name)
+        if (X_dev is None) != (y_dev is None):
+            raise InputError(f"{name}.fit: pass both X_dev and y_dev, or neither")
+        layers, y_idx = self._layers_labels(X, y)
+        if X_dev is None:
+            train, held = _holdout_rows(len(y_idx), self.holdout, name)
+            X_dev, dev_idx = [a[held] for a in layers], y_idx[held]
+            layers, y_idx = [a[train] for a in layers], y_idx[train]
+        else:
+            dev_idx = _index_labels(y_dev, self.classes_)
+        design = self._design(layers, Cs[0])
+
+        def fit(C: float, init):
+            init = self._fit_design(design, y_idx, C, init=init)
+            return init, self.n_iter_
+
+        (acc, C, attrs), path = _warm_l2_path(
+            Cs,
+            len(y_idx),
+            design,
+            self.chunk_rows,
+            fit,
+            rescale=lambda init, factor: (init[0], init[1] * factor, init[2]),
+            dev_accuracy=lambda: float(np.mean(self._predict_index(X_dev) == dev_idx)),
+            snapshot=lambda: {a: getattr(self, a) for a in self._FITTED},
+        )
+        for a, v in attrs.items():
+            setattr(self, a, v)
+        self.C_, self.dev_score_, self.l2_path_ = C, acc, path
+        self.Cs_ = np.array(Cs)
+        self.dev_scores_ = np.array([p["dev_accuracy"] for p in path])
+        return self
 
 
 def bootstrap_mix_weights(
     probe: ScalarMixProbe, X, y, groups, n_refits: int, random_state: int | None = 0
 ) -> np.ndarray:
-    """Mix weights, shape (n_refits, L), of the fitted ``probe`` refitted by its own procedure on
-    ``n_refits`` bootstrap resamples of the training ``groups`` (n,) (sentence ids: whole sentences are
-    drawn with replacement).
+    """Mix weights of the fitted ``probe`` refitted by its own procedure on bootstrap resamples of the training
+    sentences (whole sentences drawn with replacement).
 
     The procedure is the one that made ``probe``: from a uniform mix, along the penalty path it took
-    (``l2_path_`` from :func:`select_mix_l2`, up to its ``C``; just ``C`` otherwise), each step warm-started
+    (``l2_path_`` of a :class:`ScalarMixProbeCV`, up to its ``C``; just ``C`` otherwise), each step warm-started
     from the last. The spread of the rows says how much the weights owe to the particular training
     sentences and to the optimisation: the mix is non-convex, and layers that carry the same information
     trade weight freely, so one fit's weights can look like a finding that a resample does not repeat.
+
+    Parameters
+    ----------
+    probe : a fitted ScalarMixProbe or ScalarMixProbeCV.
+    X : (n, L, d) array or L arrays (n, d)
+        The training data ``probe`` was fit on.
+    y : (n,)
+        Its labels.
+    groups : (n,)
+        Sentence id of each token.
+    n_refits : int
+        Resamples to refit on.
+    random_state : seeds the resampling.
+
+    Returns
+    -------
+    ndarray (n_refits, L)
+        One row of mix weights per refit.
     """
     check_is_fitted(probe)
     if isinstance(n_refits, bool) or not isinstance(n_refits, (int, np.integer)) or n_refits < 1:
         raise InputError(f"bootstrap_mix_weights: n_refits must be a positive integer, got {n_refits!r}")
-    C = float(probe.C)
+    C = float(probe.C_ if isinstance(probe, ScalarMixProbeCV) else probe.C)
     path = sorted({float(p["C"]) for p in getattr(probe, "l2_path_", []) if p["C"] <= C} | {C})
-    refit = ScalarMixProbe(**probe.get_params())
+    params = {k: v for k, v in probe.get_params().items() if k not in ("C", "Cs", "holdout")}
+    refit = ScalarMixProbe(C=C, **params)
     _, y_idx, design = refit._prepare(X, y, path[0])
     groups = column_or_1d(np.asarray(groups))
     if len(groups) != len(y_idx):

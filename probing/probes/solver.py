@@ -21,6 +21,8 @@ from probing.errors import InputError
 from probing.probes.design import _Design, _StreamedDesign
 
 _HISTORY = 10  # L-BFGS memory, scipy's default ``maxcor`` (what sklearn uses)
+DEFAULT_CS = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+"""The C grid of ``LinearProbeCV`` and ``ScalarMixProbeCV``."""
 
 
 def _check_label_types(y, name: str) -> None:
@@ -57,6 +59,28 @@ def _check_C(C: float, name: str) -> float:
     if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)) or not C > 0:
         raise InputError(f"{name}: C must be a positive number (or inf), got {C!r}")
     return float(C)
+
+
+def _check_Cs(Cs: Sequence[float], name: str) -> list[float]:
+    """The C grid of a CV probe, sorted from the strongest penalty; InputError if empty or not positive."""
+    if isinstance(Cs, (str, bytes)) or not hasattr(Cs, "__len__") or not len(Cs):
+        raise InputError(f"{name}: Cs must be a non-empty sequence of positive numbers, got {Cs!r}")
+    return sorted(_check_C(c, name) for c in Cs)
+
+
+def _holdout_rows(n: int, holdout: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, dev rows) of a CV probe fit without dev data: every ``holdout``-th row is dev data."""
+    if isinstance(holdout, bool) or not isinstance(holdout, (int, np.integer)) or holdout < 2:
+        raise InputError(f"{name}: holdout must be an integer >= 2, got {holdout!r}")
+    if n < holdout:
+        raise InputError(f"{name}: without X_dev, y_dev it needs at least holdout={holdout} samples, got {n}")
+    is_dev = np.arange(n) % holdout == holdout - 1
+    return np.flatnonzero(~is_dev), np.flatnonzero(is_dev)
+
+
+def _torch_generator(random_state: int | None) -> torch.Generator:
+    """A torch generator seeded from ``random_state`` (None: a fresh random seed) through numpy."""
+    return torch.Generator().manual_seed(int(np.random.default_rng(random_state).integers(2**62)))
 
 
 def _check_common(est, int_fields: Sequence[str]) -> None:

@@ -35,13 +35,22 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval for the mean of per-item scores.
 
-    correct : per-token 0/1 correctness or any per-item score.
-    groups : cluster id per item (e.g. sentence ids); clusters are resampled with replacement and
-        the statistic is sum(scores) / sum(items) over the resample. ``None``: items are resampled.
-    Returns ``(low, high)``, the ``alpha/2`` and ``1 - alpha/2`` quantiles of ``n_boot`` replicates.
-
     Per-cluster sums are taken once (``np.bincount``), so a replicate costs O(n_clusters). Without
     groups, 0/1 scores use the exact shortcut: the resampled count is Binomial(n, mean).
+
+    Parameters
+    ----------
+    correct : (n,)
+        Per-token 0/1 correctness or any per-item score.
+    groups : (n,), optional
+        Cluster id per item (e.g. sentence ids); clusters are resampled with replacement and the statistic
+        is sum(scores) / sum(items) over the resample. ``None``: items are resampled.
+    n_boot, alpha, seed : replicates, level and seed.
+
+    Returns
+    -------
+    low, high : float
+        The ``alpha/2`` and ``1 - alpha/2`` quantiles of ``n_boot`` replicates.
     """
     _check_alpha(alpha)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not 1 <= n_boot <= MAX_BOOT:
@@ -86,7 +95,16 @@ def _percentiles(reps: np.ndarray, alpha: float) -> tuple[float, float]:
 def mean_and_ci_over_seeds(values: Sequence[float], alpha: float = 0.05) -> tuple[float, float, float]:
     """Mean of a score over seeds and its Student-t interval: mean ± t_{1-alpha/2, k-1} s / sqrt(k).
 
-    With one value the interval is undefined: ``(value, nan, nan)``.
+    Parameters
+    ----------
+    values : (k,)
+        One score per seed.
+    alpha : float
+
+    Returns
+    -------
+    mean, low, high : float
+        With one value the interval is undefined: ``(value, nan, nan)``.
     """
     _check_alpha(alpha)
     v = np.asarray(values, dtype=np.float64)
@@ -111,10 +129,21 @@ def bootstrap_ci_mean_of_means(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval for the mean over strata of the per-stratum mean of ``values``.
 
-    values : one score per item (e.g. per sentence); strata : the item's stratum (e.g. its length).
     Items are resampled with replacement; a stratum absent from a replicate is left out of that
     replicate's mean, as it is left out of the statistic when a corpus has no sentence of that length
     (Hewitt & Manning's DSpr./NSpr. average over the lengths present).
+
+    Parameters
+    ----------
+    values : (n,)
+        One score per item (e.g. per sentence).
+    strata : (n,)
+        The item's stratum (e.g. its length).
+    n_boot, alpha, seed : replicates, level and seed.
+
+    Returns
+    -------
+    low, high : float
     """
     _check_alpha(alpha)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:

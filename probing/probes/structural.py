@@ -296,7 +296,8 @@ class DistanceProbe(_StructuralProbe):
     _task = "structural-distance"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded)."""
+        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded). X: one (n_words, dim)
+        array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
         self._check(X, trees, "score")
         return uuas(self.predict(X), trees, punct)
 
@@ -311,7 +312,8 @@ class DepthProbe(_StructuralProbe):
     _task = "structural-depth"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """Root%: share of sentences whose least deep non-punctuation word is the gold root."""
+        """Root%: share of sentences whose least deep non-punctuation word is the gold root. X: one
+        (n_words, dim) array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
         self._check(X, trees, "score")
         return root_acc(self.predict(X), trees, punct)
 
@@ -358,13 +360,19 @@ class StoreSentences(Sequence):
         return self.store.layer(self.layer, rows=slice(a, b), dtype=np.float32)
 
 
-def _corpus_name(store: Any) -> str:
+def _corpus_name(store: StoreLike) -> str:
     c = store.manifest.get("corpus", {})
     return f"{c.get('name', '?')}/{c.get('split', '?')} (store {store.path})"
 
 
 def store_trees(store: StoreLike) -> list[np.ndarray]:
-    """Head arrays of every sentence of a store, from its token table's ``head`` column."""
+    """Head arrays of every sentence of a store, from its token table's ``head`` column.
+
+    Returns
+    -------
+    list of ndarray, int64 (n_s,)
+        One per sentence (1-based heads, 0 = root); InputError if the store has no heads.
+    """
     t = store.tokens
     heads = t["head"].to_numpy(dtype=np.int64) if "head" in t.columns else np.full(len(t), -1)
     if (heads < 0).any():
@@ -384,7 +392,13 @@ def store_trees(store: StoreLike) -> list[np.ndarray]:
 
 
 def store_punct(store: StoreLike) -> list[np.ndarray]:
-    """Punctuation masks per sentence of a store (UPOS PUNCT if the store has UPOS, else PTB tags)."""
+    """Punctuation masks per sentence of a store (UPOS PUNCT if the store has UPOS, else PTB tags).
+
+    Returns
+    -------
+    list of ndarray, bool (n_s,)
+        One per sentence.
+    """
     t = store.tokens
     has_upos = bool((t["upos"] != "").any())
     mask = (t["upos"] == "PUNCT").to_numpy() if has_upos else t["xpos"].isin(PTB_PUNCT).to_numpy()

@@ -88,7 +88,21 @@ def _row_spearman(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
 
 
 def uuas_counts(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per sentence: (gold MST edges also in the predicted MST, gold MST edges), both int64 (n_sentences,)."""
+    """Per sentence, the gold MST edges also in the predicted MST and the gold MST edges.
+
+    Parameters
+    ----------
+    pred_distances : sequence of (n_s, n_s) float
+        Predicted distances, one matrix per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    punct : sequence of (n_s,) bool, optional
+        Punctuation masks (None: no punctuation).
+
+    Returns
+    -------
+    hits, totals : ndarray, int64 (n_sentences,)
+    """
     _check_pairs(pred_distances, heads, "uuas")
     correct, total = np.zeros(len(heads), np.int64), np.zeros(len(heads), np.int64)
     for s, h in enumerate(heads):
@@ -103,8 +117,19 @@ def uuas_counts(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> 
 def uuas(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> float:
     """Undirected unlabelled attachment score of the predicted distances' MSTs, pooled over sentences.
 
-    pred_distances : one (n, n) array per sentence; heads : one (n,) head array per sentence;
-    punct : one bool (n,) mask per sentence (None: no punctuation).
+    Parameters
+    ----------
+    pred_distances : sequence of (n_s, n_s) float
+        Predicted distances, one matrix per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    punct : sequence of (n_s,) bool, optional
+        Punctuation masks (None: no punctuation).
+
+    Returns
+    -------
+    float
+        Edges found / gold edges, over all sentences.
     """
     correct, total = uuas_counts(pred_distances, heads, punct)
     if total.sum() == 0:
@@ -113,7 +138,19 @@ def uuas(pred_distances: Sequence, heads: Trees, punct: Masks = None) -> float:
 
 
 def dspr_per_sentence(pred_distances: Sequence, heads: Trees) -> np.ndarray:
-    """float64 (n_sentences,): mean over the sentence's words of the row-wise Spearman correlation."""
+    """Mean over the sentence's words of the row-wise Spearman correlation of predicted and gold distances.
+
+    Parameters
+    ----------
+    pred_distances : sequence of (n_s, n_s) float
+        Predicted distances, one matrix per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+
+    Returns
+    -------
+    ndarray, float64 (n_sentences,)
+    """
     _check_pairs(pred_distances, heads, "dspr")
     out = np.empty(len(heads))
     for s, h in enumerate(heads):
@@ -124,7 +161,19 @@ def dspr_per_sentence(pred_distances: Sequence, heads: Trees) -> np.ndarray:
 
 
 def nspr_per_sentence(pred_depths: Sequence, heads: Trees) -> np.ndarray:
-    """float64 (n_sentences,): Spearman between predicted and gold depths of each sentence."""
+    """Spearman correlation between predicted and gold depths of each sentence.
+
+    Parameters
+    ----------
+    pred_depths : sequence of (n_s,) float
+        Predicted depths, one array per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+
+    Returns
+    -------
+    ndarray, float64 (n_sentences,)
+    """
     _check_pairs(pred_depths, heads, "nspr")
     out = np.empty(len(heads))
     for s, h in enumerate(heads):
@@ -150,21 +199,61 @@ def dspr(pred_distances: Sequence, heads: Trees, lengths: tuple[int, int] = SPEA
 
     Every sentence of a length has as many words, so the per-length mean over words is the mean of
     the per-sentence means.
+
+    Parameters
+    ----------
+    pred_distances : sequence of (n_s, n_s) float
+        Predicted distances, one matrix per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    lengths : (int, int)
+        The sentence lengths averaged over, inclusive (5-50, as Hewitt & Manning).
+
+    Returns
+    -------
+    float
     """
     sizes = np.array([len(h) for h in heads])
     return _mean_of_length_means(dspr_per_sentence(pred_distances, heads), sizes, lengths, "dspr")
 
 
 def nspr(pred_depths: Sequence, heads: Trees, lengths: tuple[int, int] = SPEARMAN_LENGTHS) -> float:
-    """Norm (depth) Spearman: per-sentence correlations averaged per length, then over ``lengths``."""
+    """Norm (depth) Spearman: per-sentence correlations averaged per length, then over ``lengths``.
+
+    Parameters
+    ----------
+    pred_depths : sequence of (n_s,) float
+        Predicted depths, one array per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    lengths : (int, int)
+        The sentence lengths averaged over, inclusive (5-50, as Hewitt & Manning).
+
+    Returns
+    -------
+    float
+    """
     sizes = np.array([len(h) for h in heads])
     return _mean_of_length_means(nspr_per_sentence(pred_depths, heads), sizes, lengths, "nspr")
 
 
 def root_hits(pred_depths: Sequence, heads: Trees, punct: Masks = None) -> np.ndarray:
-    """bool (n_sentences,): the least deep non-punctuation word (predicted) is the gold root.
+    """Whether the least deep non-punctuation word (predicted) is the gold root, per sentence.
 
     A sentence of punctuation only falls back to the least deep word overall, as in the reference.
+
+    Parameters
+    ----------
+    pred_depths : sequence of (n_s,) float
+        Predicted depths, one array per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    punct : sequence of (n_s,) bool, optional
+        Punctuation masks (None: no punctuation).
+
+    Returns
+    -------
+    ndarray, bool (n_sentences,)
     """
     _check_pairs(pred_depths, heads, "root_acc")
     hits = np.zeros(len(heads), dtype=bool)
@@ -179,7 +268,21 @@ def root_hits(pred_depths: Sequence, heads: Trees, punct: Masks = None) -> np.nd
 
 
 def root_acc(pred_depths: Sequence, heads: Trees, punct: Masks = None) -> float:
-    """Share of sentences whose least deep non-punctuation word is the gold root."""
+    """Share of sentences whose least deep non-punctuation word is the gold root.
+
+    Parameters
+    ----------
+    pred_depths : sequence of (n_s,) float
+        Predicted depths, one array per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays (1-based, 0 = root).
+    punct : sequence of (n_s,) bool, optional
+        Punctuation masks (None: no punctuation).
+
+    Returns
+    -------
+    float
+    """
     hits = root_hits(pred_depths, heads, punct)
     if hits.size == 0:
         raise InputError("root_acc: no sentences")
@@ -196,10 +299,25 @@ def scores_with_ci(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> list[tuple[str, float, float, float]]:
-    """``(metric, value, ci_low, ci_high)`` rows: uuas and dspr (distance) or root_acc and nspr (depth).
+    """The structural metrics of one probe's predictions with bootstrap intervals.
 
     Intervals resample sentences: UUAS as a pooled ratio of edges clustered by sentence, Root% over
     sentences, DSpr./NSpr. with the per-length averaging redone in every replicate.
+
+    Parameters
+    ----------
+    kind : ``"structural-distance"`` or ``"structural-depth"`` (or ``"distance"``, ``"depth"``).
+    predictions : sequence of (n_s, n_s) distances or (n_s,) depths, one per sentence.
+    heads : sequence of (n_s,) int
+        Gold head arrays.
+    punct : sequence of (n_s,) bool, optional
+        Punctuation masks (None: no punctuation).
+    n_boot, alpha, seed : the bootstrap's replicates, level and seed.
+
+    Returns
+    -------
+    list of (metric, value, ci_low, ci_high)
+        uuas and dspr (distance) or root_acc and nspr (depth).
     """
     kind = check_kind(kind)
     sizes = np.array([len(h) for h in heads])

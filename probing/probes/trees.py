@@ -21,6 +21,20 @@ PTB_PUNCT = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
 
 
 def as_heads(heads: Sequence[int] | np.ndarray, where: str = "tree") -> np.ndarray:
+    """The validated head array of one tree.
+
+    Parameters
+    ----------
+    heads : (n,) int
+        1-based head position of each word, 0 for the root.
+    where : str
+        What the tree is, for the error message.
+
+    Returns
+    -------
+    ndarray, int64 (n,)
+        The same heads; InputError if they are not one tree.
+    """
     h = np.asarray(heads)
     if h.ndim != 1 or h.size == 0 or not np.issubdtype(h.dtype, np.integer):
         raise InputError(f"{where}: heads must be a non-empty 1-D integer array, got {h.dtype} shape {h.shape}")
@@ -45,15 +59,34 @@ def _ancestors(heads: np.ndarray) -> np.ndarray:
 
 
 def tree_depths(heads: Sequence[int] | np.ndarray) -> np.ndarray:
-    """int64 (n,): number of arcs from each word to the root (the root has depth 0)."""
+    """Number of arcs from each word to the root (the root has depth 0).
+
+    Parameters
+    ----------
+    heads : (n,) int
+        Head array (1-based, 0 = root).
+
+    Returns
+    -------
+    ndarray, int64 (n,)
+    """
     return _ancestors(as_heads(heads)).sum(axis=1).astype(np.int64) - 1
 
 
 def tree_distances(heads: Sequence[int] | np.ndarray) -> np.ndarray:
-    """int64 (n, n): number of arcs on the path between words i and j of the tree.
+    """Number of arcs on the path between words i and j of the tree.
 
     With A the ancestor-or-self matrix, d(i, j) = |A_i| + |A_j| - 2 |A_i & A_j|: the shared
     ancestors are exactly those of the lowest common ancestor.
+
+    Parameters
+    ----------
+    heads : (n,) int
+        Head array (1-based, 0 = root).
+
+    Returns
+    -------
+    ndarray, int64 (n, n)
     """
     a = _ancestors(as_heads(heads)).astype(np.int64)
     size = a.sum(axis=1)
@@ -61,7 +94,18 @@ def tree_distances(heads: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 def punctuation_mask(upos: Sequence[str] | None = None, xpos: Sequence[str] | None = None) -> np.ndarray:
-    """bool (n,): UPOS ``PUNCT`` when UPOS is given and not all empty, else a PTB punctuation tag."""
+    """Which words are punctuation: UPOS ``PUNCT`` when UPOS is given and not all empty, else a PTB
+    punctuation tag.
+
+    Parameters
+    ----------
+    upos, xpos : (n,) str, optional
+        The sentence's UPOS and XPOS tags.
+
+    Returns
+    -------
+    ndarray, bool (n,)
+    """
     if upos is not None and any(upos):
         return np.array([u == "PUNCT" for u in upos], dtype=bool)
     if xpos is not None:
@@ -76,7 +120,19 @@ def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None =
     ``reporter.py``): every ordered pair (i, j), i != j, in row-major order, stably sorted by
     ``distances[i, j]``. An asymmetric matrix (a user's predictions, e.g. from a non-PSD bilinear probe)
     therefore links i and j at ``min(d_ij, d_ji)``, and ties go to the pair whose smaller entry comes
-    first in row-major order. ``distances`` is (n, n).
+    first in row-major order.
+
+    Parameters
+    ----------
+    distances : (n, n) float
+        Predicted (or gold) distances between the words.
+    punct : (n,) bool, optional
+        Punctuation words, left out of the tree.
+
+    Returns
+    -------
+    list of (int, int)
+        The n_kept - 1 edges, each with i < j.
     """
     d = np.asarray(distances, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
@@ -116,7 +172,17 @@ def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None =
 
 
 def position_distances(lengths: Sequence[int]) -> list[np.ndarray]:
-    """Linear-position baseline for distances: |i - j| for every pair, one (n, n) array per sentence."""
+    """Linear-position baseline for distances: |i - j| for every pair.
+
+    Parameters
+    ----------
+    lengths : sentence lengths n_s.
+
+    Returns
+    -------
+    list of ndarray, float64 (n_s, n_s)
+        One per sentence.
+    """
     return [np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]).astype(np.float64) for n in lengths]
 
 
@@ -125,13 +191,33 @@ def position_depths(lengths: Sequence[int]) -> list[np.ndarray]:
 
     It is the depth in the chain whose root is the first word and where each word heads the next;
     its Root% is the share of sentences rooted at their first non-punctuation word.
+
+    Parameters
+    ----------
+    lengths : sentence lengths n_s.
+
+    Returns
+    -------
+    list of ndarray, float64 (n_s,)
+        One per sentence.
     """
     return [np.arange(n, dtype=np.float64) for n in lengths]
 
 
 def random_trees(lengths: Sequence[int], seed: int = 0) -> list[np.ndarray]:
     """Control trees: for each length n a tree drawn uniformly from all n^(n-2) trees over n words
-    (decoded from a random Prüfer sequence), rooted at a uniformly drawn word. Head arrays, 0 = root."""
+    (decoded from a random Prüfer sequence), rooted at a uniformly drawn word.
+
+    Parameters
+    ----------
+    lengths : sentence lengths n_s.
+    seed : seeds the draw.
+
+    Returns
+    -------
+    list of ndarray, int64 (n_s,)
+        One head array per sentence (1-based, 0 = root).
+    """
     rng = np.random.default_rng(seed)
     out = []
     for n in lengths:

@@ -143,7 +143,19 @@ def _check_aligned(lemmas: Sequence[str], pos: Sequence[str]) -> None:
 
 
 def wn_first_sense(lemmas: Sequence[str], pos: Sequence[str], inventory: SenseInventory | None = None) -> list[str]:
-    """The WordNet first sense (sense number 1) of each (lemma, pos)."""
+    """The WordNet first sense (sense number 1) of each (lemma, pos).
+
+    Parameters
+    ----------
+    lemmas, pos : (n,) str
+        The instances' lemmas and UPOS tags.
+    inventory : the sense inventory (default: the bundled WordNet subset).
+
+    Returns
+    -------
+    list of str (n,)
+        A sense key per instance.
+    """
     _check_aligned(lemmas, pos)
     inv = _inventory(inventory)
     return [inv.first_sense(lemma, p) for lemma, p in zip(lemmas, pos)]
@@ -221,7 +233,10 @@ class SenseCentroids:
         self.chunk_rows = chunk_rows
 
     def fit(self, X, sense_keys: Sequence[KeysLike], rows: Sequence[int] | np.ndarray | None = None) -> SenseCentroids:
-        """Mean of the occurrences of each sense; an occurrence with several gold keys counts for each."""
+        """Mean of the occurrences of each sense; an occurrence with several gold keys counts for each.
+
+        X: (n_tokens, d) activations (e.g. a store's layer); ``sense_keys``: the n instances' gold keys;
+        ``rows``: (n,) the instances' rows of X (default: X has exactly the n rows)."""
         keys = [_as_keys(k) for k in sense_keys]
         rows = _rows(X, rows, len(keys), "SenseCentroids.fit")
         index: dict[str, int] = {}
@@ -264,7 +279,8 @@ class SenseCentroids:
         self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
     ) -> list[dict[str, float]]:
         """For each occurrence, the score (cosine similarity, or minus the Euclidean distance) of every
-        candidate sense of its lemma that has a centroid, in WordNet order; ``{}`` means back-off."""
+        candidate sense of its lemma that has a centroid, in WordNet order; ``{}`` means back-off.
+        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence."""
         if not hasattr(self, "centroids_"):
             raise RuntimeError("SenseCentroids is not fitted; call fit() first")
         _check_aligned(lemmas, pos)
@@ -290,7 +306,8 @@ class SenseCentroids:
         self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
     ) -> pd.DataFrame:
         """One row per occurrence: ``sense``, its ``score`` (NaN on back-off), ``backoff``, and ``n_seen``
-        (candidate senses with a centroid). Equal scores go to the sense first in WordNet order."""
+        (candidate senses with a centroid). Equal scores go to the sense first in WordNet order.
+        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence."""
         inv = _inventory(self.inventory)
         records = []
         for lemma, p, scores in zip(lemmas, pos, self.sense_scores(X, lemmas, pos, rows)):
@@ -304,7 +321,8 @@ class SenseCentroids:
     def predict(
         self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
     ) -> list[str]:
-        """The nearest-centroid sense of each occurrence (WordNet first sense when no candidate was seen)."""
+        """The nearest-centroid sense of each of the n occurrences (WordNet first sense when no candidate was
+        seen). X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,)."""
         return self.predict_details(X, lemmas, pos, rows)["sense"].tolist()
 
     def score(
@@ -322,7 +340,17 @@ class SenseCentroids:
 
 
 def supersense_labels(sense_keys: Iterable[KeysLike], inventory: SenseInventory | None = None) -> list[str]:
-    """The lexname (supersense) of the first gold key of each item; ``""`` for items without a key."""
+    """The lexname (supersense) of the first gold key of each item; ``""`` for items without a key.
+
+    Parameters
+    ----------
+    sense_keys : (n,) items, each a key or keys (str, or a sequence of str).
+    inventory : the sense inventory (default: the bundled WordNet subset).
+
+    Returns
+    -------
+    list of str (n,)
+    """
     inv = _inventory(inventory)
     labels = []
     for value in sense_keys:

@@ -136,6 +136,17 @@ class Store:
         With neither ``rows`` nor ``dtype`` this is a read-only fp16 ``np.memmap`` (nothing is read yet).
         ``rows`` (indices, a boolean mask or a slice) gathers only those rows; ``dtype`` converts.
         A half name (``"1f"``, ``"1b"``) gives that direction's ``(n_tokens, dim // 2)`` columns of layer 1.
+
+        Examples
+        --------
+        >>> from probing.experiment import extract_activations
+        >>> store = extract_activations("default", "demo-ud", "test", max_sentences=20, progress=False)
+        >>> store.layer("2").shape, store.layer("2").dtype
+        ((310, 512), dtype('float16'))
+        >>> store.layer("1", rows=[0, 1, 2], dtype="float32").shape
+        (3, 512)
+        >>> store.layer("1f").shape  # layer 1's forward half
+        (310, 256)
         """
         i = self.layer_index(k)
         columns = self.layer_columns(k)

@@ -11,7 +11,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
     from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput
+    from probing.tasks.labels import LABEL_COLUMNS, column_labels, supersense_labels
     from probing.tasks.registry import (
         TASK_KINDS,
         headline_metric,
@@ -21,14 +23,7 @@ if TYPE_CHECKING:
         task_kinds,
     )
     from probing.tasks.structural import STRUCTURAL_BASELINES, structural_baselines, structural_probes
-    from probing.tasks.tagging import (
-        LABEL_COLUMNS,
-        TAGGING_BASELINES,
-        column_labels,
-        supersense_labels,
-        tagging_baselines,
-        tagging_probes,
-    )
+    from probing.tasks.tagging import tagging_probes
     from probing.tasks.wsd import WSD_BASELINES, wsd_1nn, wsd_baselines
 
 _HOMES = {
@@ -38,17 +33,9 @@ _HOMES = {
         "registry",
     ),
     **dict.fromkeys(["STRUCTURAL_BASELINES", "structural_baselines", "structural_probes"], "structural"),
-    **dict.fromkeys(
-        [
-            "LABEL_COLUMNS",
-            "TAGGING_BASELINES",
-            "column_labels",
-            "supersense_labels",
-            "tagging_baselines",
-            "tagging_probes",
-        ],
-        "tagging",
-    ),
+    **dict.fromkeys(["LABEL_COLUMNS", "column_labels", "supersense_labels"], "labels"),
+    **dict.fromkeys(["TAGGING_BASELINES", "tagging_baselines"], "baselines"),
+    "tagging_probes": "tagging",
     **dict.fromkeys(["WSD_BASELINES", "wsd_1nn", "wsd_baselines"], "wsd"),
 }
 

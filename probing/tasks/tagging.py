@@ -1,43 +1,31 @@
-"""Token-labelling probes (POS tags, supersenses) on stored activations, with control tasks and baselines.
+"""Token-labelling probes (POS tags, supersenses) on stored activations: the kinds ``tagging`` and ``supersense``.
 
 For one encoder, every layer gets a linear probe (L2 strength chosen on dev accuracy), then a learned
 scalar mix of all layers and the concatenation of all layers; each layer is also probed on Hewitt &
-Liang's control task (one per seed) with the task's chosen C, and ``selectivity = accuracy - control
-accuracy`` is reported per seed with a paired bootstrap CI. Word-identity baselines (majority class, most
-frequent tag per word type) read only the token table.
-
-An item is a token whose label is not ``""``; labels come from a :data:`LabelFn` on the store's token table:
-a column (``label = "upos"``, ``"xpos"``, ``"lemma"``, ``"deprel"``, ``"feats"``: the whole FEATS string) or one
-morphological feature, ``label = "feats:Number"`` (the feature's value in FEATS, ``"none"`` where the token
-has no such feature: every token is an item).
+Liang's control task (one per seed) with the task's chosen C (:mod:`probing.tasks.control`), and
+``selectivity = accuracy - control accuracy`` is reported per seed with a paired bootstrap CI. Word-identity
+baselines (majority class, most frequent tag per word type: :mod:`probing.tasks.baselines`) read only the
+token table. Labels, items and vocabularies are in :mod:`probing.tasks.labels`; the MDL option in
+:mod:`probing.tasks.mdl`.
 
 Two options of a ``[[tasks]]`` table (issue 21): ``directions = true`` also probes the forward and backward
 half of each biLSTM layer (layers ``"1f"``, ``"1b"``, ...: :mod:`probing.layers`); ``oov_split = true`` adds
-accuracy rows for the tokens inside and outside each vocabulary of :func:`default_vocabularies` (metrics
-``accuracy-iv-glove``, ``accuracy-oov-glove``, ``accuracy-iv-train``, ``accuracy-oov-train``).
+accuracy rows for the tokens inside and outside each vocabulary of
+:func:`~probing.tasks.labels.default_vocabularies` (metrics ``accuracy-iv-glove``, ``accuracy-oov-glove``,
+``accuracy-iv-train``, ``accuracy-oov-train``).
 """
 
 from __future__ import annotations
 
-import difflib
-import math
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from probing.layers import direction_names
-from probing.probes.baselines import MajorityBaseline, MostFrequentTagBaseline
-from probing.probes.control import ControlTask, selectivity
-from probing.probes.linear import LinearProbe, concat_layers, select_l2
-from probing.probes.mdl import FRACTIONS, control_codelength, online_codelength
-from probing.probes.mix import ScalarMixProbe, bootstrap_mix_weights, select_mix_l2
-from probing.protocols import StoreLike
-from probing.results import BASELINE_ENCODER, make_row
-from probing.store.format import TOKEN_COLUMNS
+from probing.probes.linear import LinearProbeCV, concat_layers
+from probing.probes.mix import ScalarMixProbeCV, bootstrap_mix_weights
+from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
 from probing.tasks.common import (
     Job,
     Part,
@@ -48,247 +36,63 @@ from probing.tasks.common import (
     check_layers,
     erasure_figures,
     fraction_row,
-    holdout_dev,
     layer_rows,
     margin_rows,
     per_tag_rows,
     quiet_fit,
-    sentence_groups,
 )
-from probing.tasks.curves import CurveScores, curve_rows, parse_learning_curve
+from probing.tasks.control import control_rows
+from probing.tasks.curves import curve_rows, parse_learning_curve
+from probing.tasks.labels import (
+    FEATS_PREFIX,
+    LABEL_FORMS,
+    NO_FEATURE,
+    Items,
+    LabelFn,
+    VocabFn,
+    absent_feature,
+    default_vocabularies,
+    is_label,
+    items,
+    label_function,
+    split_rows,
+    supersense_labels,
+    train_dev,
+    vocabulary_splits,
+)
+from probing.tasks.mdl import mdl_rows, parse_mdl
 from probing.tasks.metrics import TAGGING_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
 
-LabelFn = Callable[[pd.DataFrame], np.ndarray]
-VocabFn = Callable[[Sequence[str]], np.ndarray]
-"""Words -> bool ``(n_words,)``: which of them are in a vocabulary."""
-TAGGING_BASELINES = ("majority", "most-frequent-tag")
-# token-table columns that are not per-token labels a probe could predict
-_NOT_LABELS = {"sentence_id", "doc_id", "position", "word", "sense", "instance_id", "oov", "head"}
-LABEL_COLUMNS = tuple(c for c in TOKEN_COLUMNS if c not in _NOT_LABELS)
-FEATS_PREFIX = "feats:"
-NO_FEATURE = "none"
-_FEATURE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(\[[a-z0-9]+\])?$")  # UD: Number, Number[psor]
-LABEL_FORMS = (
-    f"{', '.join(LABEL_COLUMNS)}, or {FEATS_PREFIX}FEATURE (one FEATS feature, e.g. feats:Number, feats:Tense)"
-)
 
-
-def column_labels(column: str) -> LabelFn:
-    """Labels from a token-table column (``upos``, ``xpos``)."""
-
-    def labels(tokens: pd.DataFrame) -> np.ndarray:
-        if column not in tokens.columns:
-            raise TaskError(f"the token table has no column {column!r}")
-        return tokens[column].fillna("").astype(str).to_numpy()
-
-    labels.__name__ = column
-    return labels
-
-
-def feature_labels(feature: str) -> LabelFn:
-    """The value of one FEATS feature per token (``Number=Sing|Person=3`` -> ``Sing`` for ``Number``; multiple
-    values stay as written, ``Sing,Plur``), :data:`NO_FEATURE` where the token lacks it."""
-    if not _FEATURE_NAME.match(feature):
-        raise TaskError(f"{feature!r} is not a FEATS feature name (e.g. Number, Tense, Person, Number[psor])")
-    pattern = rf"(?:^|\|){re.escape(feature)}=([^|]*)"
-
-    def labels(tokens: pd.DataFrame) -> np.ndarray:
-        if "feats" not in tokens.columns:
-            raise TaskError("the token table has no FEATS column (a store written before it existed: re-extract)")
-        feats = tokens["feats"].fillna("").astype(str)
-        if not (feats != "").any():
-            raise TaskError(f"label {FEATS_PREFIX}{feature}: no token has FEATS (is the corpus CoNLL-U with FEATS?)")
-        return feats.str.extract(pattern, expand=False).fillna(NO_FEATURE).astype(str).to_numpy()
-
-    labels.__name__ = f"{FEATS_PREFIX}{feature}"
-    return labels
-
-
-def feature_names(tokens: pd.DataFrame) -> list[str]:
-    """The FEATS feature names that occur in a token table (sorted; empty without a FEATS column)."""
-    if "feats" not in tokens.columns:
-        return []
-    pairs = tokens["feats"].fillna("").astype(str).str.split("|").explode()
-    return sorted({p.split("=", 1)[0] for p in pairs if "=" in p})
-
-
-def _absent_feature(label: str, tokens: pd.DataFrame) -> str:
-    """The error text for a ``feats:X`` label that no training token has: the features the corpus has, the
-    closest first."""
-    have = feature_names(tokens)
-    close = difflib.get_close_matches(label[len(FEATS_PREFIX) :], have, n=1, cutoff=0.6)
-    hint = f" (did you mean {FEATS_PREFIX}{close[0]}?)" if close else ""
-    return f"no training token has the feature {label[len(FEATS_PREFIX) :]!r}{hint}; the corpus has " + (
-        ", ".join(have) or "no FEATS"
-    )
-
-
-def label_function(label: str) -> LabelFn:
-    """The :data:`LabelFn` of a tagging task's ``label`` (see the module docstring)."""
-    if label.startswith(FEATS_PREFIX):
-        return feature_labels(label[len(FEATS_PREFIX) :])
-    return column_labels(label)
-
-
-def is_label(label: str) -> bool:
-    """Whether ``label`` is a tagging label: one of :data:`LABEL_COLUMNS` or ``feats:FEATURE``."""
-    if label.startswith(FEATS_PREFIX):
-        return _FEATURE_NAME.match(label[len(FEATS_PREFIX) :]) is not None
-    return label in LABEL_COLUMNS
-
-
-def supersense_labels(inventory=None) -> LabelFn:
-    """The lexname (WordNet supersense, e.g. ``noun.person``) of each annotated token's first gold key."""
-    from probing.probes.wsd import supersense_labels as lexnames
-
-    def labels(tokens: pd.DataFrame) -> np.ndarray:
-        senses = tokens["sense"].fillna("").astype(str).to_numpy()
-        out = np.full(len(senses), "", dtype=object)
-        annotated = np.flatnonzero(np.char.str_len(senses.astype(str)) > 0)
-        out[annotated] = lexnames(senses[annotated].tolist(), inventory)
-        return out.astype(str)
-
-    labels.__name__ = "supersense"
-    return labels
-
-
-def default_vocabularies() -> dict[str, VocabFn]:
-    """The vocabularies ``oov_split`` splits by: ``glove`` (GloVe 6B, lowercased lookups: its OOV tokens get
-    the zero vector) and ``train`` (the bundled model's training vocabulary, case-sensitive:
-    :func:`probing.encoders.training_vocabulary`)."""
-    from probing.encoders import training_vocabulary
-    from probing.glove import Vectors
-
-    glove = Vectors.glove_6b_50d()
-    train = training_vocabulary("default")
+def _cv_notes(probe: LinearProbeCV | ScalarMixProbeCV, converged: bool) -> dict:
+    """The probe notes on a CV probe's choice of C."""
     return {
-        "glove": lambda words: ~np.asarray(glove.lookup(list(words))[1], dtype=bool),
-        "train": lambda words: np.fromiter((w in train for w in words), dtype=bool, count=len(words)),
+        "C": float(probe.C_),
+        "dev_accuracy": float(probe.dev_score_),
+        "n_iter": int(probe.n_iter_),
+        "converged": converged,
+        "l2_path": probe.l2_path_,
     }
 
 
-def vocabulary_splits(words: Sequence[str], vocabularies: Mapping[str, VocabFn]) -> dict[str, np.ndarray]:
-    """For each vocabulary, the in-vocabulary mask of ``words`` (bool ``(n_words,)``)."""
-    out = {}
-    for name, fn in vocabularies.items():
-        mask = np.asarray(fn(words), dtype=bool)
-        if mask.shape != (len(words),):
-            raise TaskError(f"vocabulary {name!r} gave a mask of shape {mask.shape} for {len(words)} words")
-        out[name] = mask
-    return out
-
-
-def split_rows(
-    task: str,
-    part: Part,
-    encoder: str,
-    layer: str,
-    correct: np.ndarray,
-    groups: np.ndarray,
-    splits: Mapping[str, np.ndarray],
-    seed: int,
-    n_boot: int,
-) -> list[dict]:
-    """``accuracy-iv-NAME`` and ``accuracy-oov-NAME`` rows (accuracy on the tokens inside / outside
-    vocabulary NAME, with a cluster-bootstrap CI over sentences); a group with no token has no row."""
-    rows = []
-    for name, inside in splits.items():
-        for group, mask in (("iv", inside), ("oov", ~inside)):
-            if mask.any():
-                metric = f"accuracy-{group}-{name}"
-                rows.append(fraction_row(task, part, encoder, layer, metric, correct[mask], groups[mask], seed, n_boot))
-    return rows
-
-
-@dataclass
-class Items:
-    """The labelled tokens of one store: their rows, labels, words and sentence ids."""
-
-    store: StoreLike
-    rows: np.ndarray
-    y: np.ndarray
-    words: np.ndarray
-    groups: np.ndarray
-    oov: np.ndarray
-
-    def take(self, rows: np.ndarray) -> Items:
-        pos = np.searchsorted(self.rows, rows)
-        return Items(self.store, rows, self.y[pos], self.words[pos], self.groups[pos], self.oov[pos])
-
-
-def items(part: Part, labels: LabelFn, task: str) -> Items:
-    tokens = part.store.tokens
-    y = np.asarray(labels(tokens))
-    rows = np.flatnonzero(y != "").astype(np.int64)
-    if len(rows) == 0:
-        raise TaskError(
-            f"task {task!r}: {part.dataset}/{part.split} has no labelled tokens "
-            f"(label {getattr(labels, '__name__', 'labels')!r} is empty everywhere)"
-        )
-    oov = tokens["oov"].to_numpy(dtype=bool) if "oov" in tokens.columns else np.zeros(len(tokens), bool)
-    return Items(
-        part.store,
-        rows,
-        y[rows].astype(str),
-        tokens["word"].to_numpy()[rows].astype(str),
-        sentence_groups(part.store, rows),
-        oov[rows],
-    )
-
-
-def train_dev(train: Part, dev: Part | None, labels: LabelFn, task: str) -> tuple[Items, Items]:
-    """Training and dev items; without a dev part, every 10th training sentence is held out as dev."""
-    tr = items(train, labels, task)
-    if dev is not None:
-        return tr, items(dev, labels, task)
-    tr_rows, dv_rows = holdout_dev(train.store, tr.rows)
-    return tr.take(tr_rows), tr.take(dv_rows)
-
-
-def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbe, dict]:
-    """A linear probe with C chosen on dev accuracy (:func:`~probing.probes.linear.select_l2`, ties to the
-    smaller C), and notes on the choice."""
+def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbeCV, dict]:
+    """A linear probe with C chosen on dev accuracy (:class:`~probing.probes.linear.LinearProbeCV`, ties to the
+    smaller C), and notes on the choice. X: (n, d), X_dev: (n_dev, d)."""
     params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
     if settings.solver == "adam":
         params.update(solver="adam", random_state=seed)
-    probe, converged = quiet_fit(select_l2, X, y, X_dev, y_dev, Cs=settings.Cs, **params)
-    return probe, {
-        "C": float(probe.C),
-        "dev_accuracy": float(probe.dev_score_),
-        "n_iter": int(probe.n_iter_),
-        "converged": converged,
-        "l2_path": probe.l2_path_,
-    }
+    probe, converged = quiet_fit(LinearProbeCV(Cs=settings.Cs, **params).fit, X, y, X_dev, y_dev)
+    return probe, _cv_notes(probe, converged)
 
 
-def _fit_control(X, y_control, X_dev, y_dev_control, C: float, settings: ProbeSettings, seed: int):
-    """The control probe: the task probe's family and C on control labels (a constant if only one label)."""
-    classes = np.unique(y_control)
-    if len(classes) < 2:
-        return lambda X_: np.full(X_.shape[0], classes[0], dtype=classes.dtype)
-    if settings.solver == "lbfgs":
-        probe = LinearProbe(C=C, max_iter=settings.max_iter, tol=settings.tol)
-        probe, _ = quiet_fit(probe.fit, X, y_control)
-    else:
-        probe = LinearProbe(C=C, solver="adam", max_iter=settings.max_iter, tol=settings.tol, random_state=seed)
-        probe, _ = quiet_fit(probe.fit, X, y_control, X_dev, y_dev_control)
-    return probe.predict
-
-
-def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbe, dict]:
-    probe, converged = quiet_fit(
-        select_mix_l2, Xs, y, Xs_dev, y_dev, Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol
-    )
-    return probe, {
-        "C": float(probe.C),
-        "dev_accuracy": float(probe.dev_score_),
-        "n_iter": int(probe.n_iter_),
-        "converged": converged,
-        "l2_path": probe.l2_path_,
-    }
+def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbeCV, dict]:
+    """The scalar mix of the layers ``Xs`` (L arrays (n, d)) with C chosen on ``Xs_dev`` (L arrays (n_dev, d))."""
+    probe = ScalarMixProbeCV(Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol)
+    probe, converged = quiet_fit(probe.fit, Xs, y, Xs_dev, y_dev)
+    return probe, _cv_notes(probe, converged)
 
 
 def _score(
@@ -347,7 +151,7 @@ def tagging_probes(
     tr, dv = train_dev(train, dev, labels, task)
     name = getattr(labels, "__name__", "")
     if name.startswith(FEATS_PREFIX) and (tr.y == NO_FEATURE).all():
-        raise TaskError(f"task {task!r}: label {name}: {_absent_feature(name, train.store.tokens)}")
+        raise TaskError(f"task {task!r}: label {name}: {absent_feature(name, train.store.tokens)}")
     if len(np.unique(tr.y)) < 2:
         raise TaskError(
             f"task {task!r}: the training items of {train.dataset}/{train.split} all have the label "
@@ -384,7 +188,7 @@ def tagging_probes(
     for name in layer_names:
         X_tr, X_dv, X_te = data[name]
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
-        task_correct: dict[int, tuple[LinearProbe, list[np.ndarray]]] = {}
+        task_correct: dict[int, tuple[LinearProbeCV, list[np.ndarray]]] = {}
         for seed in settings.probe_seeds:
             tell(
                 f"{task} {encoder} layer {name} (seed {seed})"
@@ -401,7 +205,7 @@ def tagging_probes(
         single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
         if settings.control:
             tell(f"{task} {encoder} layer {name}: control tasks")
-            _control(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
+            control_rows(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
         if has_oov:
             for part, it in test_items:
                 out.rows.append(
@@ -506,212 +310,6 @@ def _probe_curve(X_tr, X_dv, X_te, tr: Items, dv: Items, tests: list[tuple[Part,
     return scores
 
 
-def _baseline_curve(model_type, tr: Items, tests: list[tuple[Part, Items]]) -> CurveScores:
-    """A word-identity baseline refitted on a subset of the training items, scored on every test part."""
-
-    def scores(sub: np.ndarray) -> list[tuple[Part, np.ndarray, np.ndarray]]:
-        model = model_type().fit(tr.words[sub].tolist(), tr.y[sub])
-        return [(p, (model.predict(it.words.tolist()) == it.y).astype(np.float64), it.groups) for p, it in tests]
-
-    return scores
-
-
-def _control(
-    task: str,
-    encoder: str,
-    layer: str,
-    tr: Items,
-    dv: Items,
-    X_tr,
-    X_dv,
-    tests: list[tuple[Part, Items, object]],
-    task_correct: dict,
-    settings: ProbeSettings,
-    out: TaskOutput,
-) -> None:
-    """Control-task accuracy and selectivity of one layer, one row each per seed and test part."""
-    for seed in settings.seeds:
-        probe, correct = task_correct.get(seed, task_correct[settings.probe_seeds[0]])
-        ct = ControlTask(seed=seed).fit(tr.words.tolist(), tr.y)
-        predict = _fit_control(
-            X_tr, ct.transform(tr.words.tolist()), X_dv, ct.transform(dv.words.tolist()), float(probe.C), settings, seed
-        )
-        for (part, it, X), task_ok in zip(tests, correct):
-            control_ok = predict(X) == ct.transform(it.words.tolist())
-            acc, ctrl = float(task_ok.mean()), float(control_ok.mean())
-            out.rows.append(
-                fraction_row(
-                    task, part, encoder, layer, "control-accuracy", control_ok, it.groups, seed, settings.n_boot
-                )
-            )
-            out.rows.append(
-                fraction_row(
-                    task,
-                    part,
-                    encoder,
-                    layer,
-                    "selectivity",
-                    task_ok.astype(np.float64) - control_ok.astype(np.float64),
-                    it.groups,
-                    seed,
-                    settings.n_boot,
-                    value=selectivity(acc, ctrl),
-                )
-            )
-
-
-MDL_PROBES = ("linear", "mlp")
-MDL_EPSILON = 0.5  # bits per token: the loss at which SDL and eSC are read off the online code
-
-
-def mdl_fractions(n_sentences: int) -> tuple[float, ...]:
-    """Voita & Titov's block fractions (:data:`probing.probes.mdl.FRACTIONS`) less the leading ones whose
-    block would hold no sentence (``int(f * n_sentences) < 1``: fewer than 1000 training sentences), so
-    the first block is the first non-empty one."""
-    kept = tuple(f for f in FRACTIONS if int(f * n_sentences) >= 1)
-    if len(kept) < 2:
-        raise TaskError(f"online codelength needs at least 2 blocks; {n_sentences} training sentences give {kept}")
-    return kept
-
-
-def mdl_rows(
-    task: str,
-    encoder: str,
-    layer: str,
-    train: Part,
-    tr: Items,
-    dv: Items,
-    X_tr,
-    X_dv,
-    settings: ProbeSettings,
-    options: Mapping[str, Any],
-) -> TaskOutput:
-    """Online-codelength rows of one layer on the training items (Voita & Titov 2020), and a note per seed.
-
-    One set of rows per seed in the first ``options["seeds"]`` of ``settings.seeds``: ``codelength_kbits``,
-    ``uniform_kbits``, ``compression`` (:func:`probing.probes.mdl.online_codelength`) and ``control-codelength_kbits``
-    (:func:`~probing.probes.mdl.control_codelength` on the control task of the same seed). The seed draws the
-    sentence order (and the control labels); the dev items stop each block's training early: the linear
-    probe picks its L2 strength from ``settings.Cs`` per block by dev cross-entropy, the MLP stops on dev loss
-    (without a dev split, the task's held-out tenth of the training sentences is the dev set and is not coded).
-    Each seed also gives ``data_efficiency`` rows: Whitney et al.'s SDL (``sdl_kbits``) and eSC
-    (``esc_sentences``) at ``options["epsilon"]`` bits per token (:data:`MDL_EPSILON` by default).
-    X_tr, X_dv: (n_train, d), (n_dev, d) activations of the items ``tr``, ``dv``."""
-    probe = options.get("probe", "linear")
-    kwargs: dict[str, Any] = {
-        "probe": probe,
-        "X_dev": X_dv,
-        "fractions": mdl_fractions(len(np.unique(tr.groups))),
-        "max_iter": settings.max_iter,
-    }
-    if probe == "linear":
-        kwargs["Cs"] = settings.Cs
-    else:
-        kwargs.update(hidden_layers=options.get("hidden_layers", 1), width=options.get("width", 256))
-    out = TaskOutput()
-    for seed in settings.seeds[: options.get("seeds", 1)]:
-        code, ok = quiet_fit(online_codelength, X_tr, tr.y, tr.groups, y_dev=dv.y, seed=seed, **kwargs)
-        control, control_ok = quiet_fit(
-            control_codelength,
-            X_tr,
-            tr.y,
-            tr.words.tolist(),
-            tr.groups,
-            control_seed=seed,
-            words_dev=dv.words.tolist(),
-            seed=seed,
-            **kwargs,
-        )
-        values = {**code.metrics(), "control-codelength_kbits": control.codelength_kbits}
-        out.rows += [
-            make_row(task, train.dataset, train.split, encoder, layer, name, value, seed=seed)
-            for name, value in values.items()
-        ]
-        epsilon = float(options.get("epsilon", MDL_EPSILON))
-        sdl, complete = code.surplus_description_length(epsilon)
-        esc = code.sample_complexity(epsilon)
-        for measure, value, bound in (
-            ("sdl_kbits", sdl / 1000, "" if complete else "lower"),
-            ("esc_sentences", esc, ""),
-        ):
-            out.data_efficiency.append(
-                {
-                    "task": task,
-                    "dataset": train.dataset,
-                    "split": train.split,
-                    "encoder": encoder,
-                    "layer": layer,
-                    "reference_encoder": "",
-                    "reference_layer": "",
-                    "at_fraction": math.nan,
-                    "ratio": math.nan,
-                    "measure": measure,
-                    "epsilon": epsilon,
-                    "value": value,
-                    "bound": bound,
-                    "seed": seed,
-                }
-            )
-        out.probes.append(
-            {
-                "task": task,
-                "encoder": encoder,
-                "layer": layer,
-                "seed": seed,
-                "mdl": code.params,
-                "mdl_control": control.params,
-                "mdl_block_tokens": code.block_tokens.tolist(),
-                "converged": ok and control_ok,
-            }
-        )
-    return out
-
-
-def tagging_baselines(
-    task: str,
-    train: Part,
-    dev: Part | None,
-    tests: Sequence[Part],
-    labels: LabelFn,
-    settings: ProbeSettings,
-    *,
-    which: Sequence[str] = TAGGING_BASELINES,
-    vocabularies: Mapping[str, VocabFn] | None = None,
-    curve: dict[str, Any] | None = None,
-) -> TaskOutput:
-    """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
-    same training items as the probes; rows with encoder ``baseline`` (and :func:`split_rows` with
-    ``vocabularies``, learning-curve rows with ``curve``)."""
-    unknown = sorted(set(which) - set(TAGGING_BASELINES))
-    if unknown:
-        raise TaskError(f"task {task!r}: unknown tagging baseline(s) {unknown}; known: {list(TAGGING_BASELINES)}")
-    tr, _ = train_dev(train, dev, labels, task)
-    out = TaskOutput()
-    seed = settings.seeds[0]
-    models = {"majority": MajorityBaseline, "most-frequent-tag": MostFrequentTagBaseline}
-    for layer in which:
-        model = models[layer]()
-        model.fit(tr.words.tolist(), tr.y)
-        for part in tests:
-            it = items(part, labels, task)
-            correct = model.predict(it.words.tolist()) == it.y
-            out.rows.append(
-                fraction_row(task, part, BASELINE_ENCODER, layer, "accuracy", correct, it.groups, seed, settings.n_boot)
-            )
-            out.per_tag += per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed)
-            if vocabularies is not None:
-                splits = vocabulary_splits(it.words.tolist(), vocabularies)
-                out.rows += split_rows(
-                    task, part, BASELINE_ENCODER, layer, correct, it.groups, splits, seed, settings.n_boot
-                )
-        if curve is not None:
-            scores = _baseline_curve(models[layer], tr, [(p, items(p, labels, task)) for p in tests])
-            out.learning_curve += curve_rows(
-                task, BASELINE_ENCODER, layer, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot
-            )
-    return out
-
-
 def _run(job: Job, labels: LabelFn) -> TaskOutput:
     vocabularies = default_vocabularies() if job.options.get("oov_split") else None
     out = tagging_probes(
@@ -751,36 +349,9 @@ def _parse_claims(t: Table) -> dict[str, Any]:
     return {key: True for key in ("directions", "oov_split") if t.boolean(key, False)}
 
 
-def _parse_mdl(t: Table) -> dict[str, Any]:
-    """The MDL keys: ``mdl`` (false), ``mdl_probe`` ("linear" | "mlp"), ``mdl_seeds`` (1: how many of the
-    experiment's seeds get their own codelength), ``mdl_hidden_layers`` (1 | 2) and ``mdl_width`` (256) for
-    the MLP, ``mdl_epsilon`` (:data:`MDL_EPSILON` bits per token: where SDL and eSC are read). Without ``mdl = true`` nothing is added to the options (so existing jobs keep their cache keys)."""
-    on = t.boolean("mdl", False)
-    probe = t.string("mdl_probe", "linear", choices=MDL_PROBES)
-    seeds = t.integer("mdl_seeds", 1, minimum=1)
-    hidden = t.integer("mdl_hidden_layers", 1, minimum=1, maximum=2)
-    width = t.integer("mdl_width", 256, minimum=1)
-    epsilon = t.number("mdl_epsilon", MDL_EPSILON)
-    if not on:
-        for key in ("mdl_probe", "mdl_seeds", "mdl_hidden_layers", "mdl_width", "mdl_epsilon"):
-            if key in t.data:
-                raise t.fail(key, "mdl = true beside it (the key has no effect without it)", t.data[key])
-        return {}
-    if probe != "mlp":
-        for key in ("mdl_hidden_layers", "mdl_width"):
-            if key in t.data:
-                raise t.fail(key, 'mdl_probe = "mlp" beside it (the linear probe has no hidden layers)', t.data[key])
-    mdl: dict[str, Any] = {"probe": probe, "seeds": seeds}
-    if probe == "mlp":
-        mdl.update(hidden_layers=hidden, width=width)
-    if "mdl_epsilon" in t.data:
-        mdl["epsilon"] = float(epsilon)
-    return {"mdl": mdl}
-
-
 def _parse_options(t: Table) -> dict[str, Any]:
     """The options every tagging-like kind shares: the seed-claim switches, the MDL and learning-curve keys."""
-    return {**_parse_claims(t), **_parse_mdl(t), **parse_learning_curve(t)}
+    return {**_parse_claims(t), **parse_mdl(t), **parse_learning_curve(t)}
 
 
 def _parse_label(t: Table) -> dict[str, Any]:
@@ -800,6 +371,8 @@ TAGGING = TaskKind(
     overview=True,
     figures=erasure_figures,
 )
+
+
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ from probing._io import atomic_open, atomic_path, sha256_file
 from probing.errors import InputError, ProbingError
 from probing.identity import code_identity, digest
 from probing.paths import cache_dir
+from probing.protocols import StoreLike
 from probing.views.neighbors import _layer_index, _store_layer_names
 from probing.views.senses import LemmaSelection, first_sense, lemma_rows, sense_separation
 from probing.views.umap import OKABE_ITO, OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
@@ -59,7 +60,7 @@ def _bokeh():
 # -- data: which occurrences, their vectors, projections and neighbours ---------------------------
 
 
-def _corpus_name(store: Any, i: int) -> str:
+def _corpus_name(store: StoreLike, i: int) -> str:
     corpus = (getattr(store, "manifest", None) or {}).get("corpus", {})
     name = "/".join(str(corpus[k]) for k in ("name", "split") if corpus.get(k))
     return name or f"store {i}"
@@ -231,7 +232,7 @@ def _sentence_html(words: np.ndarray, position: int) -> tuple[str, str]:
     return " ".join(marked), " ".join(plain)
 
 
-def _sentences(store: Any, rows: np.ndarray) -> tuple[list[str], list[str]]:
+def _sentences(store: StoreLike, rows: np.ndarray) -> tuple[list[str], list[str]]:
     """Sentence of each store row, as HTML and as text; each sentence is rebuilt once."""
     tokens = store.tokens
     sid = tokens["sentence_id"].to_numpy()
@@ -364,7 +365,7 @@ class Explorer:
 
 
 def explore(
-    store: Any,
+    store: StoreLike | Sequence[StoreLike],
     lemmas: Sequence[str] | None = None,
     layers: Sequence[int | str] | None = None,
     *,
@@ -408,7 +409,7 @@ def explore(
         raise InputError(f"color must be one of {', '.join(COLOUR_BY)}, got {color!r}")
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}")
-    stores = list(store) if isinstance(store, (list, tuple)) else [store]
+    stores: list[StoreLike] = list(store) if isinstance(store, (list, tuple)) else [cast(StoreLike, store)]
     names0 = _store_layer_names(stores[0])
     layer_list: list[int | str] = list(layers) if layers is not None else list(names0 or (0, 1, 2))
     picked = []

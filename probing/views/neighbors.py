@@ -165,7 +165,7 @@ def encoded_layer(encoded: np.ndarray, layer: int | str, names: Sequence[str]) -
     return encoded[_layer_index(layer, names)]
 
 
-def _store_layer_names(store: Any) -> list[str] | None:
+def _store_layer_names(store: StoreLike) -> list[str] | None:
     names = getattr(store, "layer_names", None)
     if names is None:
         names = (getattr(store, "manifest", None) or {}).get("layer_names")

@@ -136,7 +136,7 @@ def _legend_label(key: str, count: int, gloss: Gloss | None, other: str = "other
     return f"{text} ({count})"
 
 
-def _layers(store: Any, layers: Sequence[int | str]) -> list[tuple[int, str]]:
+def _layers(store: StoreLike, layers: Sequence[int | str]) -> list[tuple[int, str]]:
     names = _store_layer_names(store)
     out = []
     for layer in layers:

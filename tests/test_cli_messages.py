@@ -1,4 +1,4 @@
-"""A student's first hour with the command line (issue #34, item 5): messages that name the command-line
+"""probing.cli's messages in a student's first hour (issue #34, item 5): messages that name the command-line
 option, corpora without lemmas, over-long and ambiguous ``--sentence`` queries."""
 
 from __future__ import annotations

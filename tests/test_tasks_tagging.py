@@ -389,7 +389,8 @@ def test_a_learning_curve_ends_where_the_full_task_is(pos_parts):
     for (layer, seed), v in lc[lc.train_fraction == 1.0].set_index(["layer", "seed"])["value"].items():
         assert v == full[layer], (layer, seed)
     # ... which is what a refit on every training item gives
-    from probing.tasks.tagging import _probe_curve, items, train_dev
+    from probing.tasks.labels import items, train_dev
+    from probing.tasks.tagging import _probe_curve
 
     tr, dv = train_dev(p["train"], p["dev"], column_labels("upos"), "upos")
     test_items = [(p["test"], items(p["test"], column_labels("upos"), "upos"))]

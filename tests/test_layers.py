@@ -1,5 +1,5 @@
-"""Issue 21: layer halves ("1f"/"1b") in the store and the tagging task, the OOV split, sentence-only context,
-and the claims figures.
+"""probing.layers: layer halves ("1f"/"1b") in the store and the tagging task; with them (issue 21) the OOV split,
+sentence-only context and the figures of both.
 
 The ELMo checks use the tiny trained ELMo of tests/fixtures/elmo_allennlp (Apache-2.0, see its NOTICE); the
 task checks use synthetic encoders whose answer is known by construction.
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_tasks import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
+from test_tasks_tagging import TAG_OF, TAGSET, VOCAB, _rng, tagged_corpus
 
 from probing.elmo import Elmo
 from probing.elmo.chars import batch_char_ids
