@@ -131,13 +131,27 @@ class TaskOutput:
         return self
 
 
+StepResult = tuple[TaskOutput, list[np.ndarray]]
+"""One step of a job: its rows, and the arrays later steps of the job read (e.g. a layer's per-item
+correctness, which the best-layer margin compares)."""
+Step = Callable[[str, Callable[[], StepResult]], StepResult]
+
+
+def compute_step(name: str, compute: Callable[[], StepResult]) -> StepResult:
+    """A step computed in place (a :class:`Job` outside the runner: nothing kept, nothing counted)."""
+    return compute()
+
+
 @dataclass
 class Job:
     """One encoder's work on one task: the stores it reads, the kind's options and the shared settings.
 
     ``with_baselines`` is true for the task's first encoder only, so baselines (which read only the token
     table) are computed once per task; ``inventory`` is the resolved WordNet for kinds that use one;
-    ``progress`` takes a short description before each probe.
+    ``progress`` takes a short description before each probe. ``step(name, compute)`` runs one named part of
+    the job (a layer's probes): the runner keeps its result under the job's key, so an interrupted job
+    resumes after its last finished step, and counts its units of work (:attr:`TaskKind.work`). A step must
+    depend only on the job, and ``compute`` must return JSON-able rows.
     """
 
     task: str
@@ -151,8 +165,11 @@ class Job:
     with_baselines: bool = True
     inventory: SenseInventory | None = None
     progress: Callable[[str], None] = lambda _msg: None
+    step: Step = compute_step
 
 
+Work = Callable[[ProbeSettings, Sequence[str], Mapping[str, Any]], Mapping[str, int]]
+"""A kind's units of work per job: (settings, layer names, options) -> {step name: units}."""
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
 T = TypeVar("T")
 
@@ -202,8 +219,10 @@ class TaskKind:
     report draws after the layer figure of each of its (task, dataset, split) groups. ``baselines`` are the
     baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key and
     resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for kinds with
-    no hyperparameter to choose. A kind without exactly one headline among its metrics is refused when it is
-    made.
+    no hyperparameter to choose. ``work(settings, layer_names, options) -> {step: units}`` states a job's
+    units of work (fits of one layer's probe) per :attr:`Job.step` before it runs: the run's progress and
+    ETA count them; without it a job is one unit. A kind without exactly one headline among its metrics is
+    refused when it is made.
     """
 
     name: str
@@ -218,6 +237,7 @@ class TaskKind:
     beside: tuple[str, ...] = ()
     overview: bool = False
     figures: FigureHook | None = None
+    work: Work | None = None
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]
