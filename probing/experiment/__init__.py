@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from probing._toml import ExperimentError
 
 if TYPE_CHECKING:
-    from probing.experiment.assemble import Results, assemble
+    from probing.experiment.assemble import JobResult, Results, assemble
     from probing.experiment.execute import Executor, LocalExecutor, RayExecutor
     from probing.experiment.extract import extract_activations
     from probing.experiment.helpers import fit_layer_probes, probe_layers
@@ -37,6 +37,7 @@ _HOMES = {
     "JobCache": "jobs",
     "probe_code_digest": "jobs",
     "Results": "assemble",
+    "JobResult": "assemble",
     "assemble": "assemble",
     "Executor": "execute",
     "LocalExecutor": "execute",
@@ -81,6 +82,7 @@ __all__ = [
     "Experiment",
     "ExperimentError",
     "JobCache",
+    "JobResult",
     "LocalExecutor",
     "Plan",
     "PlannedJob",

@@ -157,6 +157,16 @@ def probe_warnings(probes: list[dict], Cs: tuple[float, ...]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class JobResult:
+    """One job's output as :func:`assemble` reads it: its rows get ``intervention`` (``""`` for none: the
+    unerased job of a plain encoder), and an erase run (``erased``) keeps no mix weights or per-tag rows."""
+
+    output: TaskOutput
+    intervention: str = ""
+    erased: bool = False
+
+
 def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
     """``out``'s rows with their ``intervention``; an erase run keeps no mix weights or per-tag rows (those side
     tables have no intervention column, and its rows share the encoder name of the unerased ones)."""
@@ -169,19 +179,18 @@ def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
 def assemble(
     exp: Experiment,
     run: RunRecord,
-    outputs: list[tuple[TaskOutput, str, bool]],
+    outputs: list[JobResult],
     similarity: pd.DataFrame | None,
     out_dir: Path,
 ) -> Results:
-    """The results of ``exp`` from its jobs' ``outputs`` (each with its intervention, ``""`` for none, and
-    whether it is an erase run), in plan order, and its ``[similarity]`` table (None without one): the tables,
+    """The results of ``exp`` from its jobs' ``outputs`` in plan order, and its ``[similarity]`` table (None without one): the tables,
     the probe warnings and provenance, written into ``out_dir`` (a stale side table of an earlier run of the
     folder is removed)."""
     from probing.devices import describe, resolve_device
 
     total = TaskOutput()
-    for out, tag, erased in outputs:
-        total.extend(_tagged(out, tag, erased))
+    for done in outputs:
+        total.extend(_tagged(done.output, done.intervention, done.erased))
     for msg in probe_warnings(total.probes, exp.probe.Cs):
         run.warn(msg)
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)

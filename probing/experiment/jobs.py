@@ -136,8 +136,16 @@ class Checkpoints:
     folder: Path
     on_step: Callable[[str], None] | None = None
 
+    def path(self, name: str) -> Path:
+        """The file of step ``name``."""
+        return self.folder / f"{digest(name)[:32]}.json"
+
+    def has(self, name: str) -> bool:
+        """Whether step ``name`` has a kept result (not yet checked against its checksum)."""
+        return self.path(name).is_file()
+
     def __call__(self, name: str, compute: Callable[[], StepResult]) -> StepResult:
-        path = self.folder / f"{digest(name)[:32]}.json"
+        path = self.path(name)
         kept = _read(path, f"step {name!r}")
         result = None
         if kept is not None and kept.get("name") == name:

@@ -14,13 +14,14 @@ import functools
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from probing._toml import ExperimentError
-from probing.experiment.assemble import Results, RunRecord, assemble, probe_warnings
+from probing.experiment.assemble import JobResult, Results, RunRecord, assemble, probe_warnings
 from probing.experiment.execute import Executor, LocalExecutor, Pending, RayExecutor
 from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity, similarity_key
 from probing.experiment.plan import Plan, plan
@@ -245,23 +246,50 @@ def _quiet(_msg: str) -> None:
 
 
 class _Units:
-    """The run's progress bar in units of work (:meth:`Plan.units`): each job advances by its steps' units as
-    they finish (kept or computed), never beyond its own total, and by the rest when it returns; so the
-    bar reaches its total only when the last job has."""
+    """The run's units of work (:meth:`Plan.units`) done so far: each job's steps count once as they finish
+    (kept or computed), a job never beyond its own total, and the rest of a job when it returns. Units
+    counted before the bar is shown (cached jobs, kept steps) are its ``initial``, outside its rate."""
 
-    def __init__(self, bar: Any, works: list[dict[str, int]]):
-        self.bar, self.works, self.counted = bar, works, [0] * len(works)
+    def __init__(self, works: list[dict[str, int]]):
+        self.works = works
+        self.counted = [0] * len(works)
+        self.steps: list[set[str]] = [set() for _ in works]
+        self.bar: Any = None
 
     def add(self, i: int, units: int) -> None:
         units = max(0, min(units, sum(self.works[i].values()) - self.counted[i]))
         self.counted[i] += units
-        self.bar.update(units)
+        if self.bar is not None:
+            self.bar.update(units)
+
+    def step(self, i: int, name: str) -> None:
+        if name not in self.steps[i]:
+            self.steps[i].add(name)
+            self.add(i, self.works[i].get(name, 0))
 
     def on_step(self, i: int) -> Callable[[str], None]:
-        return lambda name: self.add(i, self.works[i].get(name, 0))
+        return functools.partial(self.step, i)
 
     def finish(self, i: int) -> None:
         self.add(i, sum(self.works[i].values()))
+
+    def tell(self, msg: str) -> None:
+        """A job's progress message, shown beside the bar."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(msg, refresh=True)
+
+
+@dataclass
+class _Slot:
+    """One planned job on its way through the run: its label and cache key, the intervention its rows carry
+    (``""`` for none) and whether it is an erase run, its output once cached or run, else what to run."""
+
+    label: str
+    key: str
+    intervention: str
+    erased: bool
+    output: TaskOutput | None = None
+    pending: Pending | None = None
 
 
 def _run_experiment(
@@ -287,59 +315,52 @@ def _run_experiment(
     cache = JobCache(jobs_root)
     the_plan = plan(exp)
     layers = {name: list(enc.layer_names) for name, enc in run.encoders.items()}
-    works = the_plan.units(exp.probe, layers)
+    units = _Units(the_plan.units(exp.probe, layers))
     if ray_address is not None:
         run.extract_on_ray(the_plan.stores(), ray_address, shards, device)
+    slots = _prepare(run, the_plan, cache, units, local=ray_address is None)
     bar = tqdm(
-        total=sum(sum(w.values()) for w in works) + the_plan.similarity_units(layers),
-        desc="probing",
+        total=sum(sum(w.values()) for w in units.works) + the_plan.similarity_units(layers),
+        initial=sum(units.counted),
+        desc="probing" if ray_address is None else f"probing on Ray ({ray_address})",
         unit="fit",
         disable=not progress,
     )
-    units = _Units(bar, works)
+    units.bar = bar
+    todo = [(i, slot, slot.pending) for i, slot in enumerate(slots) if slot is not None and slot.pending is not None]
 
-    def tell(msg: str) -> None:
-        bar.set_postfix_str(msg, refresh=True)
-
-    outputs, pending = _prepare(run, the_plan, cache, units, tell, local=ray_address is None)
-
-    def finished(i: int, out: TaskOutput, seconds: float) -> None:
-        label, _, slot, key = pending[i]
-        run.timings[f"task {label}"] = round(seconds, 3)
-        cache.put(key, out)
-        outputs[slot] = (out, *outputs[slot][1:])
-        units.finish(slot)
+    def finished(n: int, out: TaskOutput, seconds: float) -> None:
+        i, slot, _ = todo[n]
+        run.timings[f"task {slot.label}"] = round(seconds, 3)
+        cache.put(slot.key, out)
+        slot.output = out
+        units.finish(i)
 
     executor: Executor = LocalExecutor() if ray_address is None else RayExecutor(ray_address)
-    if ray_address is not None and pending:
-        bar.set_description(f"probing on Ray ({ray_address})")
-    executor.run([p for _, p, _, _ in pending], finished)
+    executor.run([pending for _, _, pending in todo], finished)
     similarity = _similarity(run, cache)
     bar.update(bar.total - bar.n)
     bar.close()
-    done = [(out, tag, erased) for out, tag, erased in outputs if out is not None]
+    done = [JobResult(s.output, s.intervention, s.erased) for s in slots if s is not None and s.output is not None]
     return assemble(exp, run, done, similarity, out_dir)
 
 
-def _prepare(
-    run: _Run, the_plan: Plan, cache: JobCache, units: _Units, tell: Callable[[str], None], *, local: bool
-) -> tuple[list[tuple[TaskOutput | None, str, bool]], list[tuple[str, Pending, int, str]]]:
-    """Each planned job's stores, key and cached output: (output or None, intervention, erase run) per job in
-    plan order, and the jobs to run (label, :class:`Pending`, index in the plan, key). A job whose test data
-    is all skipped (``skip_missing``) has no output and counts as done."""
+def _prepare(run: _Run, the_plan: Plan, cache: JobCache, units: _Units, *, local: bool) -> list[_Slot | None]:
+    """Each planned job's stores, key and cached output, in plan order: a :class:`_Slot` with its output if
+    the job is cached, else with the :class:`Pending` job to run (its kept steps counted as done); None for a
+    job whose test data is all skipped (``skip_missing``), which counts as done."""
     exp = run.exp
-    outputs: list[tuple[TaskOutput | None, str, bool]] = []
-    pending: list[tuple[str, Pending, int, str]] = []
+    slots: list[_Slot | None] = []
     variants: dict[tuple[str, str], dict[str, tuple[Part, Part | None, list[Part]]]] = {}
     for i, job in enumerate(the_plan.jobs):
         task, enc, tag = job.task, job.encoder, job.intervention
-        outputs.append((None, tag, bool(tag)))
         kind = TASK_KINDS[task.kind]
         train = run.part(enc, task.train)
         dev = run.part(enc, task.dev) if task.dev else None
         tests = run.tests(task, enc)
         if not tests:
             units.finish(i)
+            slots.append(None)
             continue
         if job.first and not tag:
             run.check_overlap(train, dev, tests)
@@ -355,12 +376,17 @@ def _prepare(
         parts = [train, dev, *tests] if dev else [train, *tests]
         inputs = _job_inputs(exp, task, enc, parts, job.with_baselines, inventory)
         key = cache.key({**inputs, "intervention": tag} if tag else inputs)
-        out = cache.get(key)
-        outputs[i] = (out, tag or getattr(run.encoders[enc], "intervention", ""), bool(tag))
-        if out is not None:
+        slot = _Slot(job.label, key, tag or getattr(run.encoders[enc], "intervention", ""), bool(tag))
+        slots.append(slot)
+        slot.output = cache.get(key)
+        if slot.output is not None:
             run.cached.append(job.label)
             units.finish(i)
             continue
+        steps = cache.checkpoints(key, units.on_step(i) if local else None)
+        for name in units.works[i]:
+            if steps.has(name):
+                units.step(i, name)
         runnable = Job(
             task=task.name,
             encoder=enc,
@@ -372,12 +398,12 @@ def _prepare(
             baselines=task.baselines,
             with_baselines=job.with_baselines,
             inventory=inventory if local else None,
-            progress=tell if local else _quiet,
-            step=cache.checkpoints(key, units.on_step(i) if local else None),
+            progress=units.tell if local else _quiet,
+            step=steps,
         )
         wordnet = None if inventory is None or local else (inventory.provenance()["inventory"], inventory.fingerprint())
-        pending.append((job.label, Pending(kind, runnable, wordnet), i, key))
-    return outputs, pending
+        slot.pending = Pending(kind, runnable, wordnet)
+    return slots
 
 
 def _similarity(run: _Run, cache: JobCache) -> pd.DataFrame | None:
