@@ -20,7 +20,7 @@ from probing.experiment import (
     run_experiment,
 )
 from probing.experiment.execute import Pending
-from probing.experiment.plan import JOB_STEP
+from probing.experiment.planning import JOB_STEP
 from probing.results import METRICS, Metric, make_row
 from probing.tasks import TASK_KINDS, Job, ProbeSettings, TaskKind, TaskOutput
 
@@ -122,13 +122,15 @@ def _echo(job: Job) -> TaskOutput:
 
 def test_a_corpus_object_goes_straight_into_an_experiment():
     """A dict experiment may give a Corpus where a file names data: the task reads it through a CorpusRef named
-    after the corpus (no placeholder spec swapped in afterwards)."""
+    after the corpus (no placeholder spec swapped in afterwards), and the experiment's text names it."""
     train, test = load("demo-ud", "train").head(5), load("demo-ud", "test").head(5)
     spec = {
         "encoders": [{"name": "glove", "kind": "glove", "vectors": str(FIX / "glove" / "tiny.glove.txt")}],
         "tasks": [{"name": "upos", "kind": "tagging", "label": "upos", "train": train, "test": [test]}],
     }
-    task = parse_experiment(spec).tasks[0]
+    exp = parse_experiment(spec)
+    task = exp.tasks[0]
+    assert '"train": "Corpus(demo-ud:train)"' in exp.text  # recorded by name, not by memory address
     assert isinstance(task.train, CorpusRef) and task.train.corpus is train
     assert (task.train.dataset, task.train.split) == ("demo-ud", "train")
     assert task.test[0].load() is test
@@ -243,7 +245,7 @@ def test_the_similarity_table_is_a_cached_job(elmo_folder, monkeypatch):
     monkeypatch.setitem(METRICS, _TOY.name, _TOY)
     exp = parse_experiment(text, base=elmo_folder)
     first = run_experiment(exp, elmo_folder / "one", progress=False)
-    assert len(first.similarity) == 6  # linear CKA over the 3 x 4 / 2 pairs of ELMo's 3 layers
+    assert len(first.similarity) == 9  # linear CKA for every ordered pair of ELMo's 3 layers
 
     import probing.similarity
 

@@ -1,8 +1,8 @@
 """One declarative probing experiment: a TOML file (or dict) in, a tidy results table and its side tables out.
 
 :mod:`~probing.experiment.spec` reads and checks the file, :mod:`~probing.experiment.runner` runs it
-(:func:`~probing.experiment.plan.plan` its jobs, an :mod:`~probing.experiment.execute` executor runs them,
-:func:`~probing.experiment.assemble.assemble` writes the tables), and :mod:`~probing.experiment.jobs` keeps
+(:func:`~probing.experiment.planning.plan` its jobs, an :mod:`~probing.experiment.execute` executor runs them,
+:func:`~probing.experiment.assembly.assemble` writes the tables), and :mod:`~probing.experiment.jobs` keeps
 finished jobs and their finished steps so runs resume. Task kinds live in
 :data:`probing.tasks.TASK_KINDS`.
 """
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from probing._toml import ExperimentError
 
 if TYPE_CHECKING:
-    from probing.experiment.assemble import JobResult, Results, assemble
+    from probing.experiment.assembly import JobResult, Results, assemble
     from probing.experiment.execute import Executor, LocalExecutor, RayExecutor
     from probing.experiment.extract import extract_activations
     from probing.experiment.helpers import fit_layer_probes, probe_layers
     from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
-    from probing.experiment.plan import Plan, PlannedJob, plan
+    from probing.experiment.planning import Plan, PlannedJob, plan
     from probing.experiment.runner import run_experiment
     from probing.experiment.spec import (
         CorpusRef,
@@ -36,15 +36,15 @@ _HOMES = {
     "JOBS_DIR": "jobs",
     "JobCache": "jobs",
     "probe_code_digest": "jobs",
-    "Results": "assemble",
-    "JobResult": "assemble",
-    "assemble": "assemble",
+    "Results": "assembly",
+    "JobResult": "assembly",
+    "assemble": "assembly",
     "Executor": "execute",
     "LocalExecutor": "execute",
     "RayExecutor": "execute",
-    "Plan": "plan",
-    "PlannedJob": "plan",
-    "plan": "plan",
+    "Plan": "planning",
+    "PlannedJob": "planning",
+    "plan": "planning",
     "run_experiment": "runner",
     "extract_activations": "extract",
     "probe_layers": "helpers",

@@ -1,6 +1,6 @@
-"""Running an experiment in three stages: :func:`~probing.experiment.plan.plan` lists its jobs and their units
+"""Running an experiment in three stages: :func:`~probing.experiment.planning.plan` lists its jobs and their units
 of work, an :class:`~probing.experiment.execute.Executor` runs the jobs that are not cached (here or on Ray),
-and :func:`~probing.experiment.assemble.assemble` writes the results table and its side tables.
+and :func:`~probing.experiment.assembly.assemble` writes the results table and its side tables.
 
 Activations are extracted once into the store (cached); finished jobs, each finished step of a job (a
 layer's probes) and the ``[similarity]`` table are kept in the job cache
@@ -21,10 +21,10 @@ from typing import Any
 import pandas as pd
 
 from probing._toml import ExperimentError
-from probing.experiment.assemble import JobResult, Results, RunRecord, assemble, probe_warnings
+from probing.experiment.assembly import JobResult, Results, RunRecord, assemble, probe_warnings
 from probing.experiment.execute import Executor, LocalExecutor, Pending, RayExecutor
 from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity, similarity_key
-from probing.experiment.plan import Plan, plan
+from probing.experiment.planning import Plan, plan
 from probing.experiment.spec import DataRef, Experiment, TaskSpec
 from probing.results import SIMILARITY_COLUMNS
 from probing.store.reader import Store
@@ -206,7 +206,7 @@ def run_experiment(
     layer's probes, the scalar mix: :class:`~probing.experiment.jobs.Checkpoints`, under the job's key): an
     interrupted run resumes at the first unfinished layer, and a repeated run only reassembles the tables;
     the ``[similarity]`` table is cached the same way. The progress bar counts units of work, fits of one
-    layer's probe (:meth:`~probing.experiment.plan.Plan.units`, from each kind's ``work``), known before the
+    layer's probe (:meth:`~probing.experiment.planning.Plan.units`, from each kind's ``work``), known before the
     first job runs; it reaches its total when the last job has finished. Provenance lists the reused jobs under
     ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (5 % or more of a dev or
     test split's sentences also in training, once per pair of splits; a C chosen at an end of the grid, a fit

@@ -565,13 +565,19 @@ def task_kind_of(t: Table) -> TaskKind:
     return TASK_KINDS[t.string("kind", choices=tuple(TASK_KINDS))]
 
 
+def _json_value(value: Any) -> str:
+    """How a dict experiment's text (its provenance and sha256) records a value JSON has no form for: a
+    :class:`Corpus` as ``Corpus(name:split)`` (its data is keyed by the stores' corpus fingerprints)."""
+    return f"Corpus({value.name}:{value.split})" if isinstance(value, Corpus) else str(value)
+
+
 def parse_experiment(
     text: str | Mapping[str, Any], *, source: str = "<string>", base: str | os.PathLike = "."
 ) -> Experiment:
     """Parse and validate an experiment: TOML ``text``, or the same structure as a Python dict (``source``
     then names it in errors); relative paths are taken from ``base``."""
     if isinstance(text, Mapping):
-        data, text = dict(text), json.dumps(text, sort_keys=True, default=str)
+        data, text = dict(text), json.dumps(text, sort_keys=True, default=_json_value)
         if source == "<string>":
             source = "<dict>"
     else:
