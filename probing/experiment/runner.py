@@ -25,7 +25,7 @@ from probing.experiment.assembly import JobResult, Results, RunRecord, assemble,
 from probing.experiment.execute import Executor, LocalExecutor, Pending, RayExecutor
 from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity, similarity_key
 from probing.experiment.planning import Plan, plan
-from probing.experiment.spec import DataRef, Experiment, TaskSpec
+from probing.experiment.spec import WORDNET_DEFAULT, DataRef, Experiment, TaskSpec
 from probing.results import SIMILARITY_COLUMNS
 from probing.store.reader import Store
 from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
@@ -368,7 +368,8 @@ def _prepare(run: _Run, the_plan: Plan, cache: JobCache, units: _Units, *, local
         if kind.uses_wordnet:
             from probing.wordnet import inventory as resolve
 
-            inventory = run.inventories.setdefault(task.wordnet or "auto", resolve(task.wordnet or "auto"))
+            name = task.wordnet or WORDNET_DEFAULT
+            inventory = run.inventories.setdefault(name, resolve(name))
         if tag:
             if (task.name, enc) not in variants:
                 variants[(task.name, enc)] = dict(_erased_variants(task, train, dev, tests))

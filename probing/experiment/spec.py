@@ -100,6 +100,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 ENCODER_KINDS = ("elmo", "random-elmo", "glove")
 WORDNET_KINDS = ("auto", "nltk", "bundled")
+WORDNET_DEFAULT = "auto"  # a task's wordnet when it names none (NLTK's WordNet if installed, else the bundled one)
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
 SIMILARITY_DEFAULT_MEASURES = ("linear_cka", "debiased_cka", "svcca", "pwcca")
 MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
@@ -509,7 +510,7 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         encoders=t.string_list("encoders", None, choices=tuple(encoder_names)),
         skip_missing=t.boolean("skip_missing", default(TaskSpec, "skip_missing")),
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
-        wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
+        wordnet=t.string("wordnet", WORDNET_DEFAULT, choices=WORDNET_KINDS) if kind.uses_wordnet else None,
         options=kind.read_options(t),
         erase=_erase(t) if "erase" in t.data else (),
     )
