@@ -272,3 +272,31 @@ def _record_bars(monkeypatch) -> list:
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
     return made
+
+
+def test_a_tagging_job_runs_exactly_the_steps_its_work_names(elmo_folder, monkeypatch):
+    """Progress counts steps by name: with every optional part on (halves, learning curve, mix, concat) the
+    steps a tagging job runs are the keys of its planned units, in order: layers, halves, curves, mix, concat."""
+    from probing.experiment.jobs import Checkpoints
+
+    text = RESUME.replace("concat = false", "concat = true").replace(
+        'test = ["demo-ud:test"]', 'test = ["demo-ud:test"]\ndirections = true\nlearning_curve = [0.5, 1.0]'
+    )
+    exp = parse_experiment(text, base=elmo_folder)
+    ran: list[str] = []
+    real_step = Checkpoints.__call__
+
+    def recorded(self, name, compute):
+        ran.append(name)
+        return real_step(self, name, compute)
+
+    monkeypatch.setattr(Checkpoints, "__call__", recorded)
+    run_experiment(exp, elmo_folder / "out", progress=False)
+    planned = plan(exp).units(exp.probe, {"elmo": ["0", "1", "2"]})[0]
+    assert ran == list(planned)
+    assert ran == [
+        *("layer 0", "layer 1", "layer 2", "layer 1f", "layer 1b", "layer 2f", "layer 2b"),
+        *("curve 0", "curve 1", "curve 2", "mix", "concat"),
+    ]
+    # the halves: 2 Cs, no control; a curve point: 2 Cs x 2 fractions x 1 sentence order
+    assert [planned[k] for k in ("layer 0", "layer 1f", "curve 0", "concat")] == [3, 2, 4, 6]

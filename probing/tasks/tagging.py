@@ -761,9 +761,10 @@ def tagging_work(settings: ProbeSettings, layer_names: Sequence[str], options: M
         work.update({f"layer {n}": fits for n in direction_names(layer_names)})
     if options.get("learning_curve"):
         curve = options["learning_curve"]
-        work.update({f"curve {n}": fits * len(curve["fractions"]) * curve["seeds"] for n in layer_names})
+        orders = min(curve["seeds"], len(settings.seeds))
+        work.update({f"curve {n}": fits * len(curve["fractions"]) * orders for n in layer_names})
     if options.get("mdl"):
-        code = len(settings.Cs) * len(FRACTIONS) * 2 * options["mdl"].get("seeds", 1)
+        code = len(settings.Cs) * len(FRACTIONS) * 2 * min(options["mdl"].get("seeds", 1), len(settings.seeds))
         work.update({f"mdl {n}": code for n in layer_names})
     if k > 1 and settings.mix:
         work["mix"] = round(k * (len(settings.Cs) + settings.mix_refits) * settings.mix_max_iter / settings.max_iter)
