@@ -71,7 +71,7 @@ def test_a_ray_worker_whose_wordnet_differs_from_the_drivers_refuses_the_job():
     node with other NLTK data) must not run it, and the error says what to align."""
     from types import SimpleNamespace
 
-    from probing.experiment.runner import _run_ray_job
+    from probing.experiment.execute import _run_ray_job
 
     with pytest.raises(ExperimentError, match=r"task 'wsd': WordNet 'bundled' on this Ray worker .* \(NLTK_DATA\)"):
         _run_ray_job(None, SimpleNamespace(task="wsd"), "bundled", "0" * 64)

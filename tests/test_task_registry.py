@@ -194,7 +194,7 @@ def test_headline_per_kind_and_layer_order():
 
 
 def test_probe_warnings_name_grid_edges_and_unconverged_fits():
-    from probing.experiment.runner import probe_warnings
+    from probing.experiment.assembly import probe_warnings
 
     probes = [
         {"task": "upos", "encoder": "elmo", "layer": "0", "C": 100.0, "converged": True},

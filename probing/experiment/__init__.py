@@ -1,7 +1,9 @@
 """One declarative probing experiment: a TOML file (or dict) in, a tidy results table and its side tables out.
 
-:mod:`~probing.experiment.spec` reads and checks the file, :mod:`~probing.experiment.runner` runs it, and
-:mod:`~probing.experiment.jobs` keeps finished jobs so runs resume. Task kinds live in
+:mod:`~probing.experiment.spec` reads and checks the file, :mod:`~probing.experiment.runner` runs it
+(:func:`~probing.experiment.planning.plan` its jobs, an :mod:`~probing.experiment.execute` executor runs them,
+:func:`~probing.experiment.assembly.assemble` writes the tables), and :mod:`~probing.experiment.jobs` keeps
+finished jobs and their finished steps so runs resume. Task kinds live in
 :data:`probing.tasks.TASK_KINDS`.
 """
 
@@ -11,11 +13,15 @@ from typing import TYPE_CHECKING, Any
 from probing._toml import ExperimentError
 
 if TYPE_CHECKING:
+    from probing.experiment.assembly import JobResult, Results, assemble
+    from probing.experiment.execute import Executor, LocalExecutor, RayExecutor
     from probing.experiment.extract import extract_activations
     from probing.experiment.helpers import fit_layer_probes, probe_layers
     from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
-    from probing.experiment.runner import Results, run_experiment
+    from probing.experiment.planning import Plan, PlannedJob, plan
+    from probing.experiment.runner import run_experiment
     from probing.experiment.spec import (
+        CorpusRef,
         DataRef,
         EncoderSpec,
         Experiment,
@@ -30,13 +36,22 @@ _HOMES = {
     "JOBS_DIR": "jobs",
     "JobCache": "jobs",
     "probe_code_digest": "jobs",
-    "Results": "runner",
+    "Results": "assembly",
+    "JobResult": "assembly",
+    "assemble": "assembly",
+    "Executor": "execute",
+    "LocalExecutor": "execute",
+    "RayExecutor": "execute",
+    "Plan": "planning",
+    "PlannedJob": "planning",
+    "plan": "planning",
     "run_experiment": "runner",
     "extract_activations": "extract",
     "probe_layers": "helpers",
     "fit_layer_probes": "helpers",
     **dict.fromkeys(
         [
+            "CorpusRef",
             "DataRef",
             "EncoderSpec",
             "Experiment",
@@ -60,19 +75,28 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "JOBS_DIR",
+    "CorpusRef",
     "DataRef",
     "EncoderSpec",
+    "Executor",
     "Experiment",
     "ExperimentError",
     "JobCache",
+    "JobResult",
+    "LocalExecutor",
+    "Plan",
+    "PlannedJob",
+    "RayExecutor",
     "Results",
     "SimilaritySpec",
     "TaskSpec",
+    "assemble",
     "bundled_experiments",
     "extract_activations",
     "fit_layer_probes",
     "load_experiment",
     "parse_experiment",
+    "plan",
     "probe_code_digest",
     "probe_layers",
     "run_experiment",

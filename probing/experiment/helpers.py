@@ -1,7 +1,8 @@
 """``probe_layers``: one call from data to a tidy results table, for notebooks and coursework; and
 ``fit_layer_probes``: one fitted :class:`LinearProbe` per layer of a store, to run on new vectors.
 
-It builds an experiment as a plain dict (the same structure as an experiment TOML file), checks it with
+It builds an experiment as a plain dict (the same structure as an experiment TOML file, with
+:class:`~probing.corpora.Corpus` objects where a file names data), checks it with
 :func:`~probing.experiment.parse_experiment` and runs it with :func:`~probing.experiment.run_experiment`,
 so a one-liner gets the same probes, control tasks, baselines, confidence intervals and caching as
 ``probing run``.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pandas as pd
 from probing.corpora.base import Corpus
 from probing.errors import InputError
 from probing.experiment.runner import run_experiment
-from probing.experiment.spec import DataRef, parse_experiment
+from probing.experiment.spec import parse_experiment
 from probing.probes.linear import LinearProbe
 from probing.protocols import StoreLike
 
@@ -32,20 +32,9 @@ ENCODER_SHORTHANDS: dict[str, dict[str, Any]] = {
     "random-elmo": {"name": "random-elmo", "kind": "random-elmo", "model": "default"},
     "glove": {"name": "glove", "kind": "glove"},
 }
-_PLACEHOLDER = {"train": "demo-ud:train", "dev": "demo-ud:dev", "test": "demo-ud:test"}
 QUICK_PROBE: dict[str, Any] = {"C": [0.01, 1.0, 100.0], "mix": False, "concat": False}
 """``probe_layers``'s ``[probe]`` defaults unless ``thorough=True``: every layer and its control task, over a
 coarse C grid (steps of 100 across the range where probes of ELMo, GloVe and a random ELMo land)."""
-
-
-@dataclass(frozen=True)
-class CorpusRef(DataRef):
-    """A DataRef over a :class:`Corpus` object already in hand (its name and split name the results)."""
-
-    corpus: Any = field(default=None, compare=False, hash=False)
-
-    def load(self, max_sentences: int | None = None):
-        return self.corpus.head(max_sentences) if max_sentences else self.corpus
 
 
 def _encoder_table(encoder: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -63,18 +52,10 @@ def _encoder_table(encoder: str | Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def _spec(value: Data, role: str) -> str:
-    if isinstance(value, Corpus):
-        return _PLACEHOLDER[role]
-    if isinstance(value, str):
+def _spec(value: Data, role: str) -> Data:
+    if isinstance(value, (str, Corpus)):
         return value
     raise InputError(f"{role}: expected a corpus spec ('demo-ud:train', 'conllu:PATH', ...) or a Corpus, got {value!r}")
-
-
-def _swap(ref: DataRef, value: Data) -> DataRef:
-    if isinstance(value, Corpus):
-        return CorpusRef(value.name, value.split, corpus=value)
-    return ref
 
 
 def probe_layers(
@@ -153,15 +134,6 @@ def probe_layers(
     settings = {**({} if thorough else QUICK_PROBE), **(probe or {})}
     spec = {"experiment": experiment, "probe": settings, "encoders": tables, "tasks": [task]}
     exp = parse_experiment(spec, source="probe_layers()")
-    parsed = exp.tasks[0]
-    assert parsed.train is not None  # a tagging task always has training data
-    parsed = replace(
-        parsed,
-        train=_swap(parsed.train, train),
-        dev=None if dev is None or parsed.dev is None else _swap(parsed.dev, dev),
-        test=tuple(_swap(r, t) for r, t in zip(parsed.test, tests)),
-    )
-    exp = replace(exp, tasks=(parsed,))
     if out_dir is not None:
         return run_experiment(exp, out_dir, progress=progress).results
     with tempfile.TemporaryDirectory(prefix="probing-") as tmp:

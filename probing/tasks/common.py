@@ -131,6 +131,17 @@ class TaskOutput:
         return self
 
 
+StepResult = tuple[TaskOutput, list[np.ndarray]]
+"""One step of a job: its rows, and the arrays later steps of the job read (e.g. a layer's per-item
+correctness, which the best-layer margin compares)."""
+Step = Callable[[str, Callable[[], StepResult]], StepResult]
+
+
+def compute_step(name: str, compute: Callable[[], StepResult]) -> StepResult:
+    """A step computed in place (a :class:`Job` outside the runner: nothing kept, nothing counted)."""
+    return compute()
+
+
 @dataclass
 class Job:
     """One encoder's work on one task: the stores it reads, the kind's options and the shared settings.
@@ -139,7 +150,10 @@ class Job:
     table) are computed once per task; ``inventory`` is the resolved WordNet for kinds that use one;
     ``progress`` takes a short description before each probe. A kind that reads the model itself
     (``TaskKind.model_identity``, e.g. ``minimal-pairs``) gets no stores (``train`` None, ``tests`` empty)
-    and the encoder object as ``model``.
+    and the encoder object as ``model``. ``step(name, compute)`` runs one named part of the job (a layer's
+    probes): the runner keeps its result under the job's key, so an interrupted job resumes after its last
+    finished step, and counts its units of work (:attr:`TaskKind.work`). A step must depend only on the job,
+    and ``compute`` must return JSON-able rows.
     """
 
     task: str
@@ -154,6 +168,7 @@ class Job:
     inventory: SenseInventory | None = None
     progress: Callable[[str], None] = lambda _msg: None
     model: Any = None
+    step: Step = compute_step
 
     def train_part(self) -> Part:
         """The training part of a kind that reads stores (every kind without ``model_identity``)."""
@@ -162,6 +177,8 @@ class Job:
         return self.train
 
 
+Work = Callable[[ProbeSettings, Sequence[str], Mapping[str, Any]], Mapping[str, int]]
+"""A kind's units of work per job: (settings, layer names, options) -> {step name: units}."""
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
 T = TypeVar("T")
 
@@ -223,8 +240,10 @@ class TaskKind:
     everything the job reads (model, LM head, data, their code), which keys its cached job. ``baselines`` are the
     baseline names the kind knows (all run by default); ``uses_wordnet`` adds the ``wordnet`` key and
     resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for kinds with
-    no hyperparameter to choose. A kind without exactly one headline among its metrics is refused when it is
-    made.
+    no hyperparameter to choose. ``work(settings, layer_names, options) -> {step: units}`` states a job's
+    units of work (fits of one layer's probe) per :attr:`Job.step` before it runs: the run's progress and
+    ETA count them; without it a job is one unit. A kind without exactly one headline among its metrics is
+    refused when it is made.
     """
 
     name: str
@@ -241,6 +260,7 @@ class TaskKind:
     figures: FigureHook | None = None
     layer_figures: bool = True
     model_identity: Callable[[str, Any, Mapping[str, Any]], Any] | None = None
+    work: Work | None = None
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]

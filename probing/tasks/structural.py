@@ -16,8 +16,9 @@ Trees come from the stores' ``head`` column, so the data must be a dependency tr
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +43,13 @@ from probing.tasks.common import (
     Job,
     Part,
     ProbeSettings,
+    Step,
+    StepResult,
     TaskError,
     TaskKind,
     TaskOutput,
     check_layers,
+    compute_step,
     erasure_figures,
     fraction_row,
     parse_options,
@@ -132,13 +136,15 @@ def structural_probes(
     *,
     rank: int | None = None,
     progress=None,
+    step: Step = compute_step,
     **probe_params: Any,
 ) -> TaskOutput:
     """Fit a ``kind`` probe (``structural-distance`` or ``structural-depth``) on every layer of one encoder's
     training store (early stopping on ``dev``, else on a seeded tenth of the training sentences) and score
     each test part: ``uuas``/``dspr`` or ``root_acc``/``nspr`` rows, and with ``settings.control`` the
     control task's ``control-*`` rows and the headline's ``selectivity``. ``probe_params`` go to the probe
-    (``max_epochs``, ``batch_size``, ``lr``, ...)."""
+    (``max_epochs``, ``batch_size``, ``lr``, ...). ``step`` runs each layer's probes as the step
+    ``layer <name>`` (:attr:`~probing.tasks.common.Job.step`: kept by the runner, so a run resumes at the layer)."""
     if kind not in HEADLINES:
         raise TaskError(f"task {task!r}: kind must be one of {list(HEADLINES)}, got {kind!r}")
     tests = list(tests)
@@ -184,28 +190,39 @@ def structural_probes(
         }
         return probe, info
 
-    for layer in layer_names:
+    def fit_layer(layer: str) -> StepResult:
+        layer_out = TaskOutput()
         tell(f"{task} {encoder} layer {layer}")
         probe, info = fit(layer, train_trees, dev_trees)
         preds = [probe.predict(StoreSentences(p.store, layer)) for p in tests]
-        out.probes.append({**note, "layer": layer, "seed": seed, "control": False, **info})
+        layer_out.probes.append({**note, "layer": layer, "seed": seed, "control": False, **info})
         for part, pred, trees, pm in zip(tests, preds, test_trees, punct):
             scored = scores_with_ci(kind, pred, trees, pm, n_boot=settings.n_boot, seed=seed)
-            out.rows += _rows(task, part, encoder, layer, scored, seed)
+            layer_out.rows += _rows(task, part, encoder, layer, scored, seed)
         if not settings.control:
-            continue
+            return layer_out, []
         tell(f"{task} {encoder} layer {layer}: control task")
         c_probe, c_info = fit(layer, control["train"], control["dev"])
-        out.probes.append({**note, "layer": layer, "seed": seed, "control": True, **c_info})
+        layer_out.probes.append({**note, "layer": layer, "seed": seed, "control": True, **c_info})
         for part, pred, trees, c_trees, pm in zip(tests, preds, test_trees, control["tests"], punct):
             c_pred = c_probe.predict(StoreSentences(part.store, layer))
             scored = scores_with_ci(kind, c_pred, c_trees, pm, n_boot=settings.n_boot, seed=seed)
             control_scored = [(f"control-{m}", v, lo, hi) for m, v, lo, hi in scored]
-            out.rows += _rows(task, part, encoder, layer, control_scored, seed)
-            out.rows.append(
+            layer_out.rows += _rows(task, part, encoder, layer, control_scored, seed)
+            layer_out.rows.append(
                 _selectivity_row(kind, task, part, encoder, layer, pred, c_pred, trees, c_trees, pm, settings)
             )
+        return layer_out, []
+
+    for layer in layer_names:
+        out.extend(step(f"layer {layer}", functools.partial(fit_layer, layer))[0])
     return out
+
+
+def structural_work(settings: ProbeSettings, layer_names: Sequence[str], options: Mapping[str, Any]) -> dict[str, int]:
+    """A structural job's units of work per step of :func:`structural_probes` (:attr:`TaskKind.work`): per
+    layer one probe fit, and one more for the control task."""
+    return {f"layer {n}": 1 + int(settings.control) for n in layer_names}
 
 
 def structural_baselines(
@@ -236,6 +253,7 @@ def _run(job: Job, kind: str) -> TaskOutput:
         job.tests,
         job.settings,
         progress=job.progress,
+        step=job.step,
         **asdict(opts),
     )
     if job.with_baselines and job.baselines:
@@ -289,6 +307,7 @@ STRUCTURAL_DISTANCE = TaskKind(
     baselines=STRUCTURAL_BASELINES,
     beside=("dspr",),
     figures=erasure_figures,
+    work=structural_work,
 )
 STRUCTURAL_DEPTH = TaskKind(
     "structural-depth",
@@ -300,4 +319,5 @@ STRUCTURAL_DEPTH = TaskKind(
     baselines=STRUCTURAL_BASELINES,
     beside=("nspr",),
     figures=erasure_figures,
+    work=structural_work,
 )

@@ -17,6 +17,7 @@ accuracy rows for the tokens inside and outside each vocabulary of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +25,20 @@ import numpy as np
 
 from probing.layers import direction_names
 from probing.probes.linear import LinearProbeCV, concat_layers
+from probing.probes.mdl import FRACTIONS
 from probing.probes.mix import ScalarMixProbeCV, bootstrap_mix_weights
 from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
 from probing.tasks.common import (
     Job,
     Part,
     ProbeSettings,
+    Step,
+    StepResult,
     TaskError,
     TaskKind,
     TaskOutput,
     check_layers,
+    compute_step,
     erasure_figures,
     fraction_row,
     layer_rows,
@@ -133,6 +138,7 @@ def tagging_probes(
     vocabularies: Mapping[str, VocabFn] | None = None,
     mdl: Mapping[str, Any] | None = None,
     curve: dict[str, Any] | None = None,
+    step: Step = compute_step,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
 
@@ -143,6 +149,8 @@ def tagging_probes(
     test): add :func:`split_rows` for every probe. ``mdl``
     (the MDL options of :func:`mdl_rows`, or None) adds online-codelength rows for every single layer;
     ``curve`` (the ``learning_curve`` options, or None) learning-curve rows (:mod:`probing.tasks.curves`).
+    ``step`` runs each layer's probes, the mix and the concatenation as the steps :func:`tagging_work` names
+    (:attr:`~probing.tasks.common.Job.step`: kept by the runner, so an interrupted job resumes at the layer).
     """
     tests = list(tests)
     if not tests:
@@ -185,7 +193,8 @@ def tagging_probes(
     single: dict[str, list[tuple[Part, np.ndarray, np.ndarray]]] = {}
     tell = progress or (lambda _msg: None)
 
-    for name in layer_names:
+    def fit_layer(name: str) -> StepResult:
+        layer_out = TaskOutput()
         X_tr, X_dv, X_te = data[name]
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
         task_correct: dict[int, tuple[LinearProbeCV, list[np.ndarray]]] = {}
@@ -196,54 +205,65 @@ def tagging_probes(
                 else f"{task} {encoder} layer {name}"
             )
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            out.probes.append({**note, "layer": name, "seed": seed, **info})
+            layer_out.probes.append({**note, "layer": name, "seed": seed, **info})
             task_correct[seed] = (
                 probe,
-                _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits),
+                _score(task, encoder, name, probe.predict, tests_x, seed, settings, layer_out, splits),
             )
-        first = task_correct[settings.probe_seeds[0]][1]
-        single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
         if settings.control:
             tell(f"{task} {encoder} layer {name}: control tasks")
-            control_rows(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, out)
+            control_rows(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, layer_out)
         if has_oov:
             for part, it in test_items:
-                out.rows.append(
+                layer_out.rows.append(
                     fraction_row(
                         task, part, encoder, name, "oov-rate", it.oov, it.groups, settings.seeds[0], settings.n_boot
                     )
                 )
+        return layer_out, task_correct[settings.probe_seeds[0]][1]
+
+    for name in layer_names:
+        layer_out, first = step(f"layer {name}", functools.partial(fit_layer, name))
+        out.extend(layer_out)
+        single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
 
     out.rows += margin_rows(task, encoder, single, settings.probe_seeds[0], settings.n_boot)
 
-    for name in direction_names(layer_names) if directions else []:
+    def fit_half(name: str) -> StepResult:
+        half_out = TaskOutput()
         X_tr, X_dv, X_te = load(name)
         tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
         for seed in settings.probe_seeds:
             tell(f"{task} {encoder} layer {name}" + (f" (seed {seed})" if len(settings.probe_seeds) > 1 else ""))
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            out.probes.append({**note, "layer": name, "seed": seed, **info})
-            _score(task, encoder, name, probe.predict, tests_x, seed, settings, out, splits)
-    if curve is not None:
-        for name in layer_names:
-            tell(f"{task} {encoder} layer {name}: learning curve")
-            X_tr, X_dv, X_te = data[name]
-            scores = _probe_curve(X_tr, X_dv, X_te, tr, dv, test_items, settings)
-            full = [(p, ok.astype(np.float64), g) for p, ok, g in single[name]]
-            out.learning_curve += curve_rows(
-                task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot, full
-            )
-    if mdl is not None:
-        for name in layer_names:
-            tell(f"{task} {encoder} layer {name}: online codelength")
-            out.extend(mdl_rows(task, encoder, name, train, tr, dv, data[name][0], data[name][1], settings, mdl))
+            half_out.probes.append({**note, "layer": name, "seed": seed, **info})
+            _score(task, encoder, name, probe.predict, tests_x, seed, settings, half_out, splits)
+        return half_out, []
 
-    if len(layer_names) > 1 and settings.mix:
+    for name in direction_names(layer_names) if directions else []:
+        out.extend(step(f"layer {name}", functools.partial(fit_half, name))[0])
+
+    def fit_curve(name: str, curve: dict[str, Any]) -> StepResult:
+        tell(f"{task} {encoder} layer {name}: learning curve")
+        X_tr, X_dv, X_te = data[name]
+        scores = _probe_curve(X_tr, X_dv, X_te, tr, dv, test_items, settings)
+        full = [(p, ok.astype(np.float64), g) for p, ok, g in single[name]]
+        rows = curve_rows(
+            task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot, full
+        )
+        return TaskOutput(learning_curve=rows), []
+
+    def fit_mdl(name: str, mdl: Mapping[str, Any]) -> StepResult:
+        tell(f"{task} {encoder} layer {name}: online codelength")
+        return mdl_rows(task, encoder, name, train, tr, dv, data[name][0], data[name][1], settings, mdl), []
+
+    def fit_mix() -> StepResult:
+        mix_out = TaskOutput()
         tell(f"{task} {encoder} scalar mix")
         Xs = [data[n] for n in layer_names]
         probe, info = _fit_mix([x[0] for x in Xs], tr.y, [x[1] for x in Xs], dv.y, settings)
         seed = settings.seeds[0]
-        out.probes.append(
+        mix_out.probes.append(
             {
                 **note,
                 "layer": "mix",
@@ -253,8 +273,10 @@ def tagging_probes(
                 "gamma": probe.gamma_,
             }
         )
-        tests_x = [(p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)]
-        _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, out, splits)
+        tests_x: list[tuple[Part, Items, object]] = [
+            (p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)
+        ]
+        _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, mix_out, splits)
         weights = [probe.mix_weights_]
         if settings.mix_refits:
             tell(f"{task} {encoder} scalar mix: {settings.mix_refits} bootstrap refits")
@@ -269,7 +291,7 @@ def tagging_probes(
                     random_state=seed,
                 )[0]
             )
-        out.mix_weights += [
+        mix_out.mix_weights += [
             {
                 "task": task,
                 "dataset": train.dataset,
@@ -282,16 +304,32 @@ def tagging_probes(
             for refit, row in enumerate(weights)
             for n, w in zip(layer_names, row)
         ]
+        return mix_out, []
 
-    if len(layer_names) > 1 and settings.concat:
+    def fit_concat() -> StepResult:
+        concat_out = TaskOutput()
         tell(f"{task} {encoder} concatenated layers")
         Xs = [data[n] for n in layer_names]
         X_tr, X_dv = concat_layers([x[0] for x in Xs]), concat_layers([x[1] for x in Xs])
-        tests_x = [(p, it, concat_layers([x[2][i] for x in Xs])) for i, (p, it) in enumerate(test_items)]
+        tests_x: list[tuple[Part, Items, object]] = [
+            (p, it, concat_layers([x[2][i] for x in Xs])) for i, (p, it) in enumerate(test_items)
+        ]
         for seed in settings.probe_seeds:
             probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            out.probes.append({**note, "layer": "concat", "seed": seed, **info})
-            _score(task, encoder, "concat", probe.predict, tests_x, seed, settings, out, splits)
+            concat_out.probes.append({**note, "layer": "concat", "seed": seed, **info})
+            _score(task, encoder, "concat", probe.predict, tests_x, seed, settings, concat_out, splits)
+        return concat_out, []
+
+    if curve is not None:
+        for name in layer_names:
+            out.extend(step(f"curve {name}", functools.partial(fit_curve, name, curve))[0])
+    if mdl is not None:
+        for name in layer_names:
+            out.extend(step(f"mdl {name}", functools.partial(fit_mdl, name, mdl))[0])
+    if len(layer_names) > 1 and settings.mix:
+        out.extend(step("mix", fit_mix)[0])
+    if len(layer_names) > 1 and settings.concat:
+        out.extend(step("concat", fit_concat)[0])
     return out
 
 
@@ -310,6 +348,31 @@ def _probe_curve(X_tr, X_dv, X_te, tr: Items, dv: Items, tests: list[tuple[Part,
     return scores
 
 
+def tagging_work(settings: ProbeSettings, layer_names: Sequence[str], options: Mapping[str, Any]) -> dict[str, int]:
+    """A tagging job's units of work per step of :func:`tagging_probes` (:attr:`TaskKind.work`). A unit is
+    one fit of a probe on one layer for one C (a control probe: one); a fit over the k layers of the
+    concatenation counts k, one of the scalar mix k x ``mix_max_iter / max_iter`` (its iteration budget;
+    its bootstrap refits as many as its C values), and
+    a learning curve or an online code one fit per C, size and seed (the code's control: as many again)."""
+    fits, k = len(settings.Cs) * len(settings.probe_seeds), len(layer_names)
+    control = len(settings.seeds) if settings.control else 0
+    work = {f"layer {n}": fits + control for n in layer_names}
+    if options.get("directions"):
+        work.update({f"layer {n}": fits for n in direction_names(layer_names)})
+    if options.get("learning_curve"):
+        curve = options["learning_curve"]
+        orders = min(curve["seeds"], len(settings.seeds))
+        work.update({f"curve {n}": fits * len(curve["fractions"]) * orders for n in layer_names})
+    if options.get("mdl"):
+        code = len(settings.Cs) * len(FRACTIONS) * 2 * min(options["mdl"].get("seeds", 1), len(settings.seeds))
+        work.update({f"mdl {n}": code for n in layer_names})
+    if k > 1 and settings.mix:
+        work["mix"] = round(k * (len(settings.Cs) + settings.mix_refits) * settings.mix_max_iter / settings.max_iter)
+    if k > 1 and settings.concat:
+        work["concat"] = k * fits
+    return work
+
+
 def _run(job: Job, labels: LabelFn) -> TaskOutput:
     vocabularies = default_vocabularies() if job.options.get("oov_split") else None
     out = tagging_probes(
@@ -325,6 +388,7 @@ def _run(job: Job, labels: LabelFn) -> TaskOutput:
         vocabularies=vocabularies,
         mdl=job.options.get("mdl"),
         curve=job.options.get("learning_curve"),
+        step=job.step,
     )
     if job.with_baselines and job.baselines:
         out.extend(
@@ -370,6 +434,7 @@ TAGGING = TaskKind(
     baselines=TAGGING_BASELINES,
     overview=True,
     figures=erasure_figures,
+    work=tagging_work,
 )
 
 
@@ -382,4 +447,5 @@ SUPERSENSE = TaskKind(
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
     figures=erasure_figures,
+    work=tagging_work,
 )
