@@ -251,11 +251,23 @@ def _whitened_cross(cx: _Centred, cy: _Centred, keep: float | None, cross: np.nd
     return wx, wx.T @ (cx.x.T @ cy.x if cross is None else cross) @ wy
 
 
+def _svd(a: np.ndarray, full_matrices: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.linalg.svd``, falling back to LAPACK's QR-iteration driver (gesvd) where the default divide and
+    conquer (gesdd) does not converge: seen on a layer's whitened cross-covariance with itself (406 x 406,
+    every singular value 1), from OpenBLAS on an AMD EPYC."""
+    try:
+        return np.linalg.svd(a, full_matrices=full_matrices)
+    except np.linalg.LinAlgError:
+        import scipy.linalg
+
+        return scipy.linalg.svd(a, full_matrices=full_matrices, lapack_driver="gesvd")
+
+
 def _canonical(cx: _Centred, cy: _Centred, keep: float | None = None, cross: np.ndarray | None = None):
     """Canonical correlations rho (descending, length min(r_x, r_y)) and X's canonical directions
     (d_x, len(rho))."""
     wx, m = _whitened_cross(cx, cy, keep, cross)
-    u, rho, _ = np.linalg.svd(m, full_matrices=False)
+    u, rho, _ = _svd(m, full_matrices=False)
     return np.clip(rho, 0.0, 1.0), wx @ u
 
 
@@ -335,7 +347,7 @@ def _pwcca_reference(cx: _Centred, cy: _Centred, cross: np.ndarray | None = None
         return _pwcca_reference(cy, cx, None if cross is None else cross.T)
     _, m = _whitened_cross(cx, cy, None, cross)
     vx, vy = cx.eig[1], cy.eig[1]
-    u, rho, _ = np.linalg.svd(vx @ m @ vy.T)  # u (d_x, d_x); rho: d_x values, zeros past min(r_x, r_y)
+    u, rho, _ = _svd(vx @ m @ vy.T)  # u (d_x, d_x); rho: d_x values, zeros past min(r_x, r_y)
     sv = np.sqrt(cx.eig[0])
     coords = np.vstack([sv[:, None] * (vx.T @ u), np.sqrt(cx.n) * cx.mean[None, :]])
     neurons = np.vstack([sv[:, None] * vx.T, np.sqrt(cx.n) * cx.mean[None, :]])

@@ -219,6 +219,27 @@ def test_identical_and_independent_inputs():
     assert abs(cka(X, Z, debiased=True)) < 0.01  # debiased CKA of independent data is ~0
 
 
+def test_svd_that_does_not_converge_falls_back_to_gesvd(monkeypatch):
+    """LAPACK's divide-and-conquer SVD (numpy's) failed to converge on a layer's whitened cross-covariance
+    with itself (every singular value 1; OpenBLAS, AMD EPYC), which stopped notebook 06. Where it raises,
+    the QR-iteration driver gives the same measures: SVCCA and CCA of X with 2X are 1, and the values of a
+    correlated pair equal numpy's."""
+    import probing.similarity as sim
+
+    X, Y = correlated(400, 6, 7, seed=8)
+    expected = {f: f(X, Y) for f in (cca, svcca)} | {"pwcca": pwcca(X, Y, reference=False)}
+
+    def failing(a, *args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(sim.np.linalg, "svd", failing)
+    assert svcca(X, 2 * X) == pytest.approx(1.0)
+    assert cca(X, 2 * X) == pytest.approx(1.0)
+    for f in (cca, svcca):
+        assert f(X, Y) == pytest.approx(expected[f], rel=1e-10)
+    assert pwcca(X, Y, reference=False) == pytest.approx(expected["pwcca"], rel=1e-10)
+
+
 def test_errors_name_the_problem():
     X = np.zeros((10, 3))
     with pytest.raises(ValueError, match="same tokens: X has 10 rows, Y has 9"):
