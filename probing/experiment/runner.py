@@ -415,17 +415,17 @@ def _prepare(run: _Run, the_plan: Plan, cache: JobCache, units: _Units, *, local
         if kind.model_identity is not None:  # reads the model itself (minimal-pairs): no stores
             slot = _model_job(exp, task, enc, job.with_baselines, run, cache)
             slots.append(slot)
-            if slot.pending is not None and not local:  # in this process, before the Ray jobs
+            if slot.pending is None:
+                run.cached.append(slot.label)
+                units.finish(i)
+            elif local:
+                slot.pending.job.progress = units.tell
+            else:  # in this process, before the Ray jobs
                 slot.output, seconds = run_job(slot.pending.kind, slot.pending.job)
                 run.timings[f"task {slot.label}"] = round(seconds, 3)
                 cache.put(slot.key, slot.output)
                 slot.pending = None
-            if slot.pending is None:
-                if f"task {slot.label}" not in run.timings:
-                    run.cached.append(slot.label)
                 units.finish(i)
-            else:
-                slot.pending.job.progress = units.tell
             continue
         assert task.train is not None  # a kind that reads stores always has training data (the parser)
         train = run.part(enc, task.train)
