@@ -119,7 +119,20 @@ class Eraser(TransformerMixin, BaseEstimator):
             raise InputError(f"{type(self).__name__}: {e}") from e
 
     def fit(self, X, y=None) -> Eraser:
-        """Fit on ``X`` ``(n, d)`` and labels ``y`` ``(n,)`` (any hashable; a random eraser with ``rank`` needs none)."""
+        """Fit the eraser: the subspace (and bias) that removes ``y``'s linear information from ``X``.
+
+        Parameters
+        ----------
+        X : array-like (n, d), float64, float32 or float16
+            The representations to erase from.
+        y : array-like (n,), optional
+            One label per row (any hashable). Only a ``"random"`` eraser with a ``rank`` may go without.
+
+        Returns
+        -------
+        Eraser
+            ``self``, fitted.
+        """
         self._check_params()
         name = type(self).__name__
         if y is None:
@@ -227,8 +240,22 @@ class Eraser(TransformerMixin, BaseEstimator):
 def fit_eraser(
     X, y, method: str = "leace", rank: int | None = None, random_state: int | None = 0, **params: Any
 ) -> Eraser:
-    """Fit an :class:`Eraser` on ``X`` ``(n, d)`` and ``y`` ``(n,)``; ``params`` are its other options
-    (``max_iter``, ``tol``, ``C`` for INLP)."""
+    """Fit an :class:`Eraser` in one call.
+
+    Parameters
+    ----------
+    X : array-like (n, d)
+        The representations to erase from.
+    y : array-like (n,)
+        One label per row (any hashable).
+    method, rank, random_state : the :class:`Eraser`'s.
+    **params : its other options (``max_iter``, ``tol``, ``C`` for INLP).
+
+    Returns
+    -------
+    Eraser
+        Fitted.
+    """
     return Eraser(method, rank, random_state, **params).fit(X, y)
 
 

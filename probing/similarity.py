@@ -212,6 +212,20 @@ def cka(
     In [0, 1] (the debiased estimate can be slightly negative); invariant to orthogonal transforms and
     isotropic scaling of either side. ``kernel="rbf"`` uses bandwidth ``threshold`` times the median
     distance and holds n x n matrices, so it refuses more than ``max_rbf_tokens`` rows.
+
+    Parameters
+    ----------
+    X : array-like (n, d_x)
+        One row per token (a store layer's fp16 memmap is fine: it is read in float64 chunks).
+    Y : array-like (n, d_y)
+        The same n tokens in the other representation.
+    kernel : ``"linear"`` or ``"rbf"``.
+    debiased : the unbiased HSIC estimator (Song et al. 2012) instead of the plug-in one.
+    threshold, max_rbf_tokens : the RBF kernel's bandwidth factor and row limit.
+
+    Returns
+    -------
+    float
     """
     if kernel not in ("linear", "rbf"):
         raise InputError(f"cka: kernel must be 'linear' or 'rbf', got {kernel!r}")
@@ -278,6 +292,19 @@ def cca(X: Any, Y: Any, *, center: bool = True) -> float:
     (with fewer tokens the correlations are trivially 1). ``center=False`` skips the centring, which is
     what Kornblith et al.'s demo does when it calls its ``cca`` on raw features (its 0.54312 on the
     ``seed(1337)`` example; centred, the same data give 0.54540).
+
+    Parameters
+    ----------
+    X : array-like (n, d_x)
+        One row per token (a store layer's fp16 memmap is fine: it is read in float64 chunks).
+    Y : array-like (n, d_y)
+        The same n tokens in the other representation.
+    center : subtract each column's mean first.
+
+    Returns
+    -------
+    float
+        In [0, 1].
     """
     if center:
         cx, cy = _pair(X, Y)
@@ -289,7 +316,21 @@ def cca(X: Any, Y: Any, *, center: bool = True) -> float:
 
 def svcca(X: Any, Y: Any, keep: float = 0.99) -> float:
     """SVCCA: mean canonical correlation between the principal subspaces of X and Y that explain
-    ``keep`` (default 99 %) of each one's variance."""
+    ``keep`` (default 99 %) of each one's variance.
+
+    Parameters
+    ----------
+    X : array-like (n, d_x)
+        One row per token (a store layer's fp16 memmap is fine: it is read in float64 chunks).
+    Y : array-like (n, d_y)
+        The same n tokens in the other representation.
+    keep : share of variance kept on each side, in (0, 1].
+
+    Returns
+    -------
+    float
+        In [0, 1].
+    """
     if not 0 < keep <= 1:
         raise InputError(f"svcca: keep must be in (0, 1], got {keep!r}")
     cx, cy = _pair(X, Y)
@@ -322,6 +363,19 @@ def pwcca(X: Any, Y: Any, *, reference: bool = True) -> float:
     (unit norm), projected on the *centred* neurons, always weighted by X. The two give the same canonical
     correlations but different weights: 0.886 vs 0.909 (paper vs reference) for layers 1 and 2 of the
     bundled model on demo-ud test (13,340 tokens), and they differ even on centred inputs of equal width.
+
+    Parameters
+    ----------
+    X : array-like (n, d_x)
+        Its neurons weight the average (under ``reference=True``, the narrower side's do; X on a tie).
+    Y : array-like (n, d_y)
+        The same n tokens in the other representation.
+    reference : google/svcca's weights (True) or the paper's (False).
+
+    Returns
+    -------
+    float
+        In [0, 1].
     """
     cx, cy = _pair(X, Y)
     return _pwcca_reference(cx, cy) if reference else _pwcca(cx, cy)

@@ -62,7 +62,20 @@ class MajorityBaseline(_WordBaseline):
     """Predicts the most frequent training label for every token."""
 
     def fit(self, words: Sequence[str], y: Sequence) -> MajorityBaseline:
-        """Count the labels ``y`` (n,) of the training ``words`` (n,)."""
+        """Count the labels ``y`` of the training ``words``.
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            The training tokens (unused but checked: the baselines share one signature).
+        y : array-like (n,)
+            One gold label per token (any hashable).
+
+        Returns
+        -------
+        MajorityBaseline
+            ``self``, with ``classes_`` and ``majority_``.
+        """
         _, labels = _check_pair(words, y, "MajorityBaseline.fit")
         self._fit_counts(labels)
         return self
@@ -87,7 +100,20 @@ class MostFrequentTagBaseline(_WordBaseline):
         self.lowercase = lowercase
 
     def fit(self, words: Sequence[str], y: Sequence) -> MostFrequentTagBaseline:
-        """Count the labels ``y`` (n,) of each word type among the training ``words`` (n,)."""
+        """Count the labels ``y`` of each word type among the training ``words``.
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            The training tokens.
+        y : array-like (n,)
+            One gold label per token (any hashable).
+
+        Returns
+        -------
+        MostFrequentTagBaseline
+            ``self``, with the exact-form and lowercased lookup tables.
+        """
         if self.lowercase not in LOWERCASE_MODES:
             raise InputError(
                 f"MostFrequentTagBaseline: lowercase must be one of {LOWERCASE_MODES}, got {self.lowercase!r}"

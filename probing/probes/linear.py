@@ -186,10 +186,21 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return validate_data(self, X, y, reset=True, **self._CHECK)
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> LinearProbe:
-        """Fit on ``X`` (n, d) and labels ``y`` (any hashable, e.g. strings).
+        """Fit on ``X`` and labels ``y`` (any hashable, e.g. strings).
 
-        ``X_dev``/``y_dev`` are optional held-out data: Adam early-stops on them; both solvers
-        report their accuracy as ``dev_score_``.
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Any float dtype (a store's fp16 memmap is read in ``chunk_rows`` blocks).
+        y : array-like (n,)
+            One label per row.
+        X_dev, y_dev : array-like (n_dev, d) and (n_dev,), optional
+            Held-out data: Adam early-stops on them; both solvers report their accuracy as ``dev_score_``.
+
+        Returns
+        -------
+        LinearProbe
+            ``self``, fitted.
         """
         self._check_settings()
         C = _check_C(self.C, type(self).__name__)
@@ -426,7 +437,20 @@ class LinearProbeCV(LinearProbe):
         self.max_design_bytes = max_design_bytes
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> LinearProbeCV:
-        """Fit every C on ``X`` (n, d) and ``y`` (n,), keep the best on ``X_dev`` (n_dev, d), ``y_dev`` (n_dev,)."""
+        """Fit every C on ``X`` and ``y``, keep the best on ``X_dev``, ``y_dev``.
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+        y : array-like (n,)
+        X_dev, y_dev : array-like (n_dev, d) and (n_dev,), optional
+            The dev data that choose C; without them every ``holdout``-th row of ``X`` is.
+
+        Returns
+        -------
+        LinearProbeCV
+            ``self``, refitted at the chosen ``C_``.
+        """
         name = type(self).__name__
         Cs = _check_Cs(self.Cs, name)
         self._check_settings()

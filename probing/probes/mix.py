@@ -141,7 +141,20 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return layers, y_idx, self._design(layers, C)
 
     def fit(self, X, y) -> ScalarMixProbe:
-        """Fit on ``X`` ((n, L, d) or L arrays (n, d)) and ``y`` (n,)."""
+        """Fit the mix weights and the probe jointly.
+
+        Parameters
+        ----------
+        X : array-like (n, L, d), or a sequence of L arrays (n, d)
+            The same n tokens in each of the L layers.
+        y : array-like (n,)
+            One label per token.
+
+        Returns
+        -------
+        ScalarMixProbe
+            ``self``, fitted.
+        """
         C = _check_C(self.C, type(self).__name__)
         _, y_idx, design = self._prepare(X, y, C)
         self._fit_design(design, y_idx, C)
@@ -267,7 +280,20 @@ class ScalarMixProbeCV(ScalarMixProbe):
     _FITTED = ("mix_weights_", "coef_", "intercept_", "gamma_", "n_iter_")
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> ScalarMixProbeCV:
-        """Fit every C on ``X`` and ``y`` (n,), keep the best on ``X_dev``, ``y_dev`` (n_dev,)."""
+        """Fit every C on ``X`` and ``y``, keep the best on ``X_dev``, ``y_dev``.
+
+        Parameters
+        ----------
+        X : array-like (n, L, d), or a sequence of L arrays (n, d)
+        y : array-like (n,)
+        X_dev, y_dev : like ``X`` with n_dev tokens, and (n_dev,), optional
+            The dev data that choose C; without them every ``holdout``-th token of ``X`` is.
+
+        Returns
+        -------
+        ScalarMixProbeCV
+            ``self``, refitted at the chosen ``C_``.
+        """
         name = type(self).__name__
         Cs = _check_Cs(self.Cs, name)
         if (X_dev is None) != (y_dev is None):

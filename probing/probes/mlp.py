@@ -72,8 +72,20 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
         return (x - self.mean_) / self.scale_
 
     def fit(self, X, y, X_dev=None, y_dev=None) -> MLPProbe:
-        """Train on ``X`` (n, d) and ``y`` (n,); ``X_dev`` (n_dev, d), ``y_dev`` (n_dev,) stop it early (dev labels
-        unseen in ``y`` are left out)."""
+        """Train on ``X`` and ``y``, stopping early on ``X_dev``, ``y_dev``.
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+        y : array-like (n,)
+        X_dev, y_dev : array-like (n_dev, d) and (n_dev,), optional
+            Early-stopping data (dev labels unseen in ``y`` are left out).
+
+        Returns
+        -------
+        MLPProbe
+            ``self``, fitted.
+        """
         name = type(self).__name__
         if self.hidden_layers not in (1, 2):
             raise InputError(f"{name}: hidden_layers must be 1 or 2, got {self.hidden_layers!r}")

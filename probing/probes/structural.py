@@ -296,8 +296,22 @@ class DistanceProbe(_StructuralProbe):
     _task = "structural-distance"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded). X: one (n_words, dim)
-        array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
+        """UUAS of the predicted distances' minimum spanning trees (punctuation excluded).
+
+        Parameters
+        ----------
+        X : sequence of ndarray (n_words, dim)
+            One array per sentence.
+        trees : sequence of ndarray (n_words,) of int
+            Each sentence's heads (1-based, 0 = root), as in the fit.
+        punct : sequence of ndarray (n_words,) of bool, optional
+            True on punctuation, which is left out of the score.
+
+        Returns
+        -------
+        float
+            UUAS in [0, 1]: the share of gold undirected edges that the predicted trees contain.
+        """
         self._check(X, trees, "score")
         return uuas(self.predict(X), trees, punct)
 
@@ -312,8 +326,22 @@ class DepthProbe(_StructuralProbe):
     _task = "structural-depth"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
-        """Root%: share of sentences whose least deep non-punctuation word is the gold root. X: one
-        (n_words, dim) array per sentence; ``trees``: their (n_words,) head arrays; ``punct``: (n_words,) bool masks."""
+        """Root%: share of sentences whose least deep non-punctuation word is the gold root.
+
+        Parameters
+        ----------
+        X : sequence of ndarray (n_words, dim)
+            One array per sentence.
+        trees : sequence of ndarray (n_words,) of int
+            Each sentence's heads (1-based, 0 = root), as in the fit.
+        punct : sequence of ndarray (n_words,) of bool, optional
+            True on punctuation, which is left out of the score.
+
+        Returns
+        -------
+        float
+            Root% in [0, 1].
+        """
         self._check(X, trees, "score")
         return root_acc(self.predict(X), trees, punct)
 

@@ -85,7 +85,24 @@ def _cv_notes(probe: LinearProbeCV | ScalarMixProbeCV, converged: bool) -> dict:
 
 def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[LinearProbeCV, dict]:
     """A linear probe with C chosen on dev accuracy (:class:`~probing.probes.linear.LinearProbeCV`, ties to the
-    smaller C), and notes on the choice. X: (n, d), X_dev: (n_dev, d)."""
+    smaller C), and notes on the choice.
+
+    Parameters
+    ----------
+    X, y : array-like (n, d) and (n,)
+        Training tokens and their labels.
+    X_dev, y_dev : array-like (n_dev, d) and (n_dev,)
+        The dev tokens that choose C.
+    settings : the C grid, solver and iteration limits.
+    seed : Adam's shuffling seed (L-BFGS is deterministic).
+
+    Returns
+    -------
+    probe : LinearProbeCV
+        Fitted with the chosen C.
+    notes : dict
+        ``C``, ``n_iter``, ``converged`` and the ``l2_path``, for the job's provenance.
+    """
     params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
     if settings.solver == "adam":
         params.update(solver="adam", random_state=seed)
