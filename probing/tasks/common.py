@@ -309,6 +309,23 @@ def fraction_row(
     The results contract needs ``ci_low <= value <= ci_high``; a percentile interval can miss its own point
     estimate by float rounding (every resample equal) or, with a few very unequal sentences, by more. The
     interval is then extended to the value.
+
+    Parameters
+    ----------
+    task, part, encoder, layer, metric : the row's identity (``part`` gives its dataset and split).
+    scores : ndarray (n,)
+        One score per test item (0/1 correctness or any per-item score); read as float64.
+    groups : ndarray (n,)
+        The sentence id of each item: the clusters the bootstrap resamples.
+    seed : the row's ``seed`` column (the bootstrap itself always uses seed 0).
+    n_boot : bootstrap replicates.
+    value : float, optional
+        The row's value; ``None``: the mean of ``scores``.
+
+    Returns
+    -------
+    dict
+        One results row (:func:`probing.results.make_row`).
     """
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
@@ -347,7 +364,22 @@ def margin_rows(
     layer is significantly better than the runner-up.
 
     ``per_layer`` maps each single layer to ``(part, per-item scores, sentence ids)`` per test part, in the
-    same order for every layer. Ties go to the earlier layer."""
+    same order for every layer. Ties go to the earlier layer.
+
+    Parameters
+    ----------
+    task, encoder : the rows' task and encoder.
+    per_layer : mapping of layer name to a sequence of (Part, ndarray (n_p,), ndarray (n_p,))
+        Per test part: the part, the per-item scores and the items' sentence ids; ``n_p`` items in part p, the
+        same items in every layer.
+    seed, n_boot : the rows' ``seed`` column and the bootstrap replicates.
+    higher_is_better : whether a higher score is better (``False`` for losses, distances).
+
+    Returns
+    -------
+    list of dict
+        One ``best-layer-margin`` row per test part; empty with fewer than two layers.
+    """
     names = list(per_layer)
     if len(names) < 2:
         return []
@@ -366,7 +398,21 @@ def margin_rows(
 def per_tag_rows(
     task: str, part: Part, encoder: str, layer: str, gold: np.ndarray, correct: np.ndarray, seed: int
 ) -> list[dict]:
-    """Accuracy of one probe on each gold tag: ``task, dataset, split, encoder, layer, tag, n, accuracy, seed``."""
+    """Accuracy of one probe on each gold tag: ``task, dataset, split, encoder, layer, tag, n, accuracy, seed``.
+
+    Parameters
+    ----------
+    task, part, encoder, layer, seed : the rows' identity (``part`` gives their dataset and split).
+    gold : ndarray (n,)
+        The gold tag of each test item.
+    correct : ndarray (n,) of bool
+        Whether the probe's prediction for each item is right (0/1 also works).
+
+    Returns
+    -------
+    list of dict
+        One row per distinct gold tag, tags in sorted order.
+    """
     df = pd.DataFrame({"tag": gold, "correct": correct.astype(np.float64)})
     g = df.groupby("tag", sort=True)["correct"].agg(["size", "mean"])
     return [
@@ -386,7 +432,19 @@ def per_tag_rows(
 
 
 def sentence_groups(store: StoreLike, rows: np.ndarray) -> np.ndarray:
-    """The sentence id of each of ``rows`` (the clusters of the bootstrap)."""
+    """The sentence id of each of ``rows`` (the clusters of the bootstrap).
+
+    Parameters
+    ----------
+    store : the store whose token table holds ``sentence_id``.
+    rows : ndarray (m,) of int
+        Store rows (token indices).
+
+    Returns
+    -------
+    ndarray (m,)
+        The ``sentence_id`` of each row (the token table's values, str).
+    """
     return store.tokens["sentence_id"].to_numpy()[rows]
 
 
@@ -394,6 +452,19 @@ def holdout_dev(store: StoreLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     """Split training ``rows`` into (train, dev): every ``DEV_EVERY``-th sentence (index 9, 19, ...) is dev.
 
     With fewer than ``DEV_EVERY`` sentences the last sentence is dev, so there is always some dev data.
+
+    Parameters
+    ----------
+    store : the store that ``rows`` index; its ``offsets`` (n_sentences + 1,) give each row's sentence index.
+    rows : ndarray (m,) of int
+        Training store rows (token indices).
+
+    Returns
+    -------
+    train : ndarray (m_train,) of int
+        The rows outside the dev sentences, in their order in ``rows``.
+    dev : ndarray (m - m_train,) of int
+        The rows in the dev sentences, in their order in ``rows``.
     """
     offsets = np.asarray(store.offsets)
     sentence = np.searchsorted(offsets, rows, side="right") - 1
@@ -420,7 +491,21 @@ def quiet_fit(fit, *args, **kwargs) -> tuple[Any, bool]:
 
 
 def layer_rows(store: StoreLike, layer: str, rows: np.ndarray) -> np.ndarray:
-    """Layer ``layer`` at ``rows`` as an fp16 array; the memmap itself when ``rows`` is every row in order."""
+    """Layer ``layer`` at ``rows`` as an fp16 array; the memmap itself when ``rows`` is every row in order.
+
+    Parameters
+    ----------
+    store : the store to read.
+    layer : a layer name of the store, or a half name (``"1f"``).
+    rows : ndarray (m,) of int
+        Store rows (token indices).
+
+    Returns
+    -------
+    ndarray (m, dim), float16
+        Row i is token ``rows[i]``; ``(m, dim // 2)`` for a half name. A read-only memmap when ``rows`` is
+        ``0, 1, ..., len(store) - 1``, else an array in memory.
+    """
     if len(rows) == len(store) and (len(rows) == 0 or (rows[0] == 0 and np.all(np.diff(rows) == 1))):
         return store.layer(layer)
     return store.layer(layer, rows=rows)

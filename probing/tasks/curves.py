@@ -38,9 +38,23 @@ class CurvePoint:
 def nested_prefixes(groups: np.ndarray, fractions: Sequence[float], seed: int) -> list[CurvePoint]:
     """The items of the first ``int(f * n)`` sentences of one seeded order, for each fraction (ascending).
 
-    groups : (m,) the sentence id of each training item; ``n`` is the number of distinct ids. Fractions
-    that keep no sentence (``int(f * n) < 1``, as for the MDL blocks) or no more than the previous one are left
-    out; the prefixes are nested.
+    ``n`` is the number of distinct sentence ids in ``groups``. Fractions that keep no sentence
+    (``int(f * n) < 1``, as for the MDL blocks) or no more than the previous one are left out; the prefixes are
+    nested.
+
+    Parameters
+    ----------
+    groups : ndarray (m,)
+        The sentence id of each training item.
+    fractions : sequence of float
+        Fractions of the ``n`` sentences, in any order.
+    seed : seeds the order of the sentences.
+
+    Returns
+    -------
+    list of CurvePoint
+        By ascending fraction; each point's ``items`` is an ndarray (m_f,) of int64: positions into
+        ``groups`` (ascending) of the items of its ``n_sentences`` sentences.
     """
     sentences, member = np.unique(np.asarray(groups), return_inverse=True)
     rank = np.empty(len(sentences), dtype=np.int64)
@@ -68,10 +82,29 @@ def curve_rows(
 ) -> list[dict]:
     """Learning-curve rows of one layer: ``scores`` of the model refitted on each prefix of each seed's order.
 
-    groups : (m,) sentence ids of the training items; ``options`` the task's ``learning_curve`` options;
-    ``seeds`` the experiment's seeds (the first ``options["seeds"]`` order the sentences). ``full``: the
-    task's own scores with every training item (what ``scores(all items)`` returns), reused for a prefix
-    that keeps every sentence instead of fitting the same model again.
+    ``full``, the task's own scores with every training item (what ``scores(all items)`` returns), is reused
+    for a prefix that keeps every sentence instead of fitting the same model again.
+
+    Parameters
+    ----------
+    task, encoder, layer, metric : the rows' identity.
+    groups : ndarray (m,)
+        The sentence id of each training item.
+    options : dict
+        The task's ``learning_curve`` options: ``fractions`` (list of float) and ``seeds`` (int).
+    seeds : sequence of int
+        The experiment's seeds; the first ``options["seeds"]`` of them each order the sentences.
+    scores : CurveScores
+        Training item positions, ndarray (m_f,) of int into ``groups`` -> per test part
+        ``(part, per-item scores (k,), sentence ids (k,))``.
+    n_boot : bootstrap replicates of each row's CI.
+    full : list of (Part, ndarray (k,), ndarray (k,)), optional
+        ``scores`` of every training item, if already computed.
+
+    Returns
+    -------
+    list of dict
+        One row per seed, size and test part, with ``train_fraction`` and ``n_train_sentences`` added.
     """
     rows = []
     for seed in seeds[: options["seeds"]]:

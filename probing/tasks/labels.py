@@ -152,7 +152,20 @@ def default_vocabularies() -> dict[str, VocabFn]:
 
 
 def vocabulary_splits(words: Sequence[str], vocabularies: Mapping[str, VocabFn]) -> dict[str, np.ndarray]:
-    """For each vocabulary, the in-vocabulary mask of ``words`` (bool ``(n_words,)``)."""
+    """For each vocabulary, the in-vocabulary mask of ``words`` (bool ``(n_words,)``).
+
+    Parameters
+    ----------
+    words : sequence of str (n_words,)
+        The test items' word forms.
+    vocabularies : mapping of name to VocabFn
+        E.g. :func:`default_vocabularies`; a function that returns another shape is a TaskError.
+
+    Returns
+    -------
+    dict of str to ndarray (n_words,) of bool
+        Per vocabulary name: True where the word is in that vocabulary.
+    """
     out = {}
     for name, fn in vocabularies.items():
         mask = np.asarray(fn(words), dtype=bool)
@@ -174,7 +187,24 @@ def split_rows(
     n_boot: int,
 ) -> list[dict]:
     """``accuracy-iv-NAME`` and ``accuracy-oov-NAME`` rows (accuracy on the tokens inside / outside
-    vocabulary NAME, with a cluster-bootstrap CI over sentences); a group with no token has no row."""
+    vocabulary NAME, with a cluster-bootstrap CI over sentences); a group with no token has no row.
+
+    Parameters
+    ----------
+    task, part, encoder, layer : the rows' identity (``part`` gives their dataset and split).
+    correct : ndarray (n,)
+        Per-item correctness (bool or 0/1) of the probe on the test items.
+    groups : ndarray (n,)
+        The sentence id of each item (the bootstrap's clusters).
+    splits : mapping of name to ndarray (n,) of bool
+        In-vocabulary mask of the items per vocabulary (:func:`vocabulary_splits`).
+    seed, n_boot : the rows' ``seed`` column and the bootstrap replicates.
+
+    Returns
+    -------
+    list of dict
+        Per vocabulary, the ``iv`` row then the ``oov`` row (each only when its group has tokens).
+    """
     rows = []
     for name, inside in splits.items():
         for group, mask in (("iv", inside), ("oov", ~inside)):
@@ -196,6 +226,18 @@ class Items:
     oov: np.ndarray
 
     def take(self, rows: np.ndarray) -> Items:
+        """The items at some of these store rows.
+
+        Parameters
+        ----------
+        rows : ndarray (m,) of int
+            Store rows, each one of ``self.rows`` (sorted, as :func:`items` makes them); this is not checked.
+
+        Returns
+        -------
+        Items
+            Of ``rows``, in their order: ``y``, ``words``, ``groups`` and ``oov`` each (m,).
+        """
         pos = np.searchsorted(self.rows, rows)
         return Items(self.store, rows, self.y[pos], self.words[pos], self.groups[pos], self.oov[pos])
 

@@ -136,6 +136,22 @@ def cached_projection(
     ``cache_dir()/projections/<sha256>.npy`` (written atomically, read without pickle) and ``.json`` beside
     it, which records the ``.npy`` file's sha256: a file that fails it, or has the wrong shape, is
     recomputed.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        The vectors to project (any float dtype; fp16 memmap rows are fine).
+    key : dict
+        JSON-able identity of ``x`` (only ``len(x)`` of ``x`` itself enters the cache key).
+    method, seed : ``"umap"`` or ``"pca"``, and UMAP's seed (:func:`probing.views.umap.embed_2d`).
+    cache : read and write the cache; ``False`` always computes and writes nothing.
+
+    Returns
+    -------
+    coords : ndarray (n, 2), float64
+        Row i is the 2-D position of ``x[i]``.
+    used : str
+        ``"umap"`` or ``"pca"`` (PCA also when ``x`` has too few distinct rows for UMAP).
     """
     full = {**key, "method": method, "seed": seed, "n": len(x), "identity": projection_identity()}
     path = cache_dir() / "projections" / f"{digest(full)}.npy"
@@ -169,6 +185,22 @@ def knn_cosine(
     non-finite vector (they have no cosine; their own lists are empty). Ties go to the lower row
     index, as in :func:`probing.views.neighbors.cosine_topk`. Returns ``(ids (n, k) int64, cosines
     (n, k) float32)``, padded with -1 / NaN where fewer than ``k`` rows qualify.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        The vectors (any float dtype; computed in float32).
+    k : neighbours per row.
+    groups : ndarray (n,), optional
+        A group id per row (e.g. sentence ids); rows of a row's own group are not its neighbours.
+    chunk_rows : rows compared at a time (a ``(chunk_rows, n)`` float32 block of cosines).
+
+    Returns
+    -------
+    ids : ndarray (n, k) of int64
+        Row indices of each row's neighbours, best first; -1 pads.
+    cosines : ndarray (n, k), float32
+        Their cosines; NaN pads.
     """
     x = np.asarray(x, dtype=np.float32)
     n = len(x)
@@ -196,7 +228,20 @@ def knn_cosine(
 
 def identical_groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For (n, dim) vectors: ``rep`` (n,) int64, the first row with the same vector (a row with a non-finite
-    vector is its own group), and ``count`` (n,) int64, the size of each row's group."""
+    vector is its own group), and ``count`` (n,) int64, the size of each row's group.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        The vectors; rows are the same when all their values are equal (``np.unique`` over rows).
+
+    Returns
+    -------
+    rep : ndarray (n,) of int64
+        For each row, the lowest row index with an identical vector (itself when unique or non-finite).
+    count : ndarray (n,) of int64
+        For each row, how many rows share its vector (1 for a non-finite row).
+    """
     n = len(x)
     rep = np.arange(n, dtype=np.int64)
     ok = np.all(np.isfinite(x), axis=1)

@@ -60,6 +60,26 @@ def cosine_topk(
     boolean mask over all rows of ``matrix`` marking rows to skip. Rows with zero norm have no
     cosine and are skipped. Ties are broken by the lower row index, so results are deterministic.
     Returns ``(row indices int64, cosines float32)``.
+
+    Parameters
+    ----------
+    matrix : ndarray (n, d)
+        The vectors searched (e.g. an fp16 store layer memmap, a GloVe table).
+    query : ndarray (d,)
+        The query vector (any shape with ``d`` values is flattened); zero or non-finite: InputError.
+    k : how many rows to return, at least 1.
+    rows : ndarray (m,) of int, optional
+        Row indices of ``matrix`` to search; ``None``: all ``n`` rows.
+    exclude : ndarray (n,) of bool, optional
+        True for the rows of ``matrix`` to skip.
+    chunk_rows : rows read and compared at a time.
+
+    Returns
+    -------
+    ids : ndarray (k',) of int64
+        Row indices of ``matrix``, best first; ``k' = min(k, rows that qualify)``.
+    cosines : ndarray (k',), float32
+        Their cosine similarities to ``query``.
     """
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != matrix.shape[1]:
@@ -158,7 +178,22 @@ def _layer_index(layer: int | str, names: Sequence[str] | None) -> int:
 
 
 def encoded_layer(encoded: np.ndarray, layer: int | str, names: Sequence[str]) -> np.ndarray:
-    """One layer of an encoder's ``(n_layers, n_tokens, dim)`` output; a half name (``"1f"``) gives its columns."""
+    """One layer of an encoder's ``(n_layers, n_tokens, dim)`` output; a half name (``"1f"``) gives its columns.
+
+    Parameters
+    ----------
+    encoded : ndarray (n_layers, n_tokens, dim)
+        All layers of one sentence, as an encoder's ``encode`` returns them.
+    layer : a layer index, a layer name of ``names`` or a half name (``"1f"``, ``"2b"``).
+    names : sequence of str (n_layers,)
+        The encoder's layer names.
+
+    Returns
+    -------
+    ndarray (n_tokens, dim)
+        ``(n_tokens, dim // 2)`` for a half name: ``[:dim // 2]`` forward, ``[dim // 2:]`` backward. A view of
+        ``encoded``, same dtype.
+    """
     if is_half(layer):
         i, columns = resolve(str(layer), names, encoded.shape[-1])
         return encoded[i][:, columns]
@@ -247,6 +282,22 @@ def occurrence_neighbors(
     (e.g. ``store.rows(lemma="play")``). ``gloss(key) -> str``, when given, adds a ``gloss`` column.
     Columns: ``rank, cosine, word, lemma, sense, [gloss], sentence, doc_id, sentence_id, row``;
     ``sentence`` has the neighbour word in brackets.
+
+    Parameters
+    ----------
+    store : the store searched.
+    query : int or ndarray (dim,)
+        A store row, or a vector of the layer's width (``dim // 2`` for a half name).
+    layer : a layer index, a layer name of the store or a half name (``"1f"``).
+    k : how many neighbours.
+    rows : ndarray (m,) of int, optional
+        Store rows to search; ``None``: every row.
+    exclude_own_sentence, exclude_sentences, gloss, chunk_rows : as above (``chunk_rows``: rows read at a time).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``min(k, rows that qualify)`` rows, nearest first, with the columns above (``row``: int64 store row).
     """
     tokens = store.tokens
     matrix = store.layer(layer if is_half(layer) else _layer_index(layer, _store_layer_names(store)))
@@ -366,6 +417,25 @@ def neighbors(
       nearest occurrences in the store at that layer (k=5); ``word`` may replace ``position`` (its
       first occurrence), and with both the position is checked to hold the word. Copies of the query
       sentence in the store are skipped (``exclude_same_sentence``; rule in the module docstring).
+
+    Parameters
+    ----------
+    word : the query word (a type; in context, it may stand for ``position``).
+    vectors : the static table of type neighbours.
+    sentence : str or sequence of str
+        The query's sentence (in context): a string or its words.
+    position : 0-based index of the query word in ``sentence``.
+    layer, store, encoder : the layer (index, name or half name), the store searched and the encoder that
+        embeds ``sentence`` (its ``encode`` gives ``(n_layers, n_words, dim)`` per sentence).
+    k : how many neighbours (default 10 for types, 5 in context).
+    rows : ndarray (m,) of int, optional
+        Store rows to search in context (e.g. ``store.rows(lemma="play")``); ignored for type neighbours.
+    gloss, exclude_same_sentence : a ``gloss(key) -> str`` column, and skipping copies of ``sentence``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Type neighbours ``rank, word, cosine`` or occurrence neighbours (:func:`occurrence_neighbors`).
     """
     if sentence is None:
         if word is None or vectors is None:
@@ -403,6 +473,25 @@ def table4(
     defaults to the paper's two sentences when ``word == "play"``; ``layers`` defaults to all of the
     encoder's layers. ``rows`` restricts the search, e.g. to the word's own occurrences. Columns:
     ``source, layer, nearest, cosine, sense, gloss, sentence_id``.
+
+    Parameters
+    ----------
+    vectors : the static table of the GloVe row; ``None``: no GloVe row.
+    store, encoder : the store searched and the encoder that embeds the sources (its layer names name ``layers``).
+    word : the word of every source.
+    sources : sequence of (str or sequence of str, int or None)
+        ``(sentence, position)`` pairs.
+    layers : sequence of int or str
+        Layer indices, names or half names (``"1f"``).
+    k_glove : how many GloVe type neighbours.
+    rows : ndarray (m,) of int, optional
+        Store rows to search; ``None``: every row.
+    gloss : ``gloss(key) -> str`` for the ``gloss`` column (empty without it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The GloVe row (when ``vectors`` is given), then one row per source and layer, in that order.
     """
     if sources is None:
         if word != "play":

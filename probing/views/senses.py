@@ -75,7 +75,18 @@ def lemma_rows(tokens: pd.DataFrame, spec: str, *, all_forms: bool = False) -> L
 
 
 def first_sense(senses: Sequence[str] | np.ndarray) -> np.ndarray:
-    """The first sense key of each space-separated sense field ("" when unannotated), object array."""
+    """The first sense key of each space-separated sense field ("" when unannotated), object array.
+
+    Parameters
+    ----------
+    senses : sequence of str (n,)
+        Sense fields (the token table's ``sense`` column: keys separated by spaces, ``""`` when unannotated).
+
+    Returns
+    -------
+    ndarray (n,) of object (str)
+        The first key of each field, ``""`` where the field is empty.
+    """
     return np.array([s.split()[0] if s else "" for s in senses], dtype=object)
 
 
@@ -96,7 +107,18 @@ class SenseSeparation(NamedTuple):
 
 
 def chance_agreement(labels: Sequence[str] | np.ndarray) -> float:
-    """Probability that two different occurrences drawn at random share a label: sum n_s (n_s - 1) / (n (n - 1))."""
+    """Probability that two different occurrences drawn at random share a label: sum n_s (n_s - 1) / (n (n - 1)).
+
+    Parameters
+    ----------
+    labels : sequence of str (n,)
+        One label per occurrence (compared as strings).
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN with fewer than two occurrences.
+    """
     _, counts = np.unique(np.asarray(labels, dtype=str), return_counts=True)
     n = counts.sum()
     return float((counts * (counts - 1)).sum() / (n * (n - 1))) if n > 1 else float("nan")
@@ -110,6 +132,20 @@ def nn_correct(x: np.ndarray, labels: Sequence[str] | np.ndarray, *, tie_tol: fl
     share of the tied rows with i's label: the expected accuracy of a random tie-break. So a layer
     that gives every occurrence the same vector scores exactly :func:`chance_agreement`. Rows with a
     zero vector have no cosine: ValueError.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        One vector per occurrence (any float dtype; computed in float64); zero or non-finite rows: InputError.
+    labels : sequence of str (n,)
+        One label per row (compared as strings).
+    tie_tol : cosines within this of a row's best count as tied.
+
+    Returns
+    -------
+    ndarray (n,), float64
+        Row i's share of tied nearest rows with its label. Needs ``n >= 2``: a single row ties with itself and
+        scores 1.0.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(labels, dtype=str)
@@ -141,6 +177,20 @@ def sense_separation(
     (:func:`probing.probes.stats.bootstrap_ci`), neighbours held fixed. ``chance`` is the score of a
     constant vector (see :func:`nn_correct`): GloVe and ELMo's layer 0 give one vector per word form,
     so with one form their score is exactly this chance level.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        One vector per occurrence; the annotated rows must be non-zero and finite (:func:`nn_correct`).
+    senses : sequence of str (n,)
+        The sense field of each row (``""``: unannotated).
+    n_boot, alpha, seed : replicates, level and seed of the bootstrap interval.
+
+    Returns
+    -------
+    SenseSeparation
+        ``score, ci_low, ci_high, chance`` (NaN with fewer than two annotated rows), ``n`` annotated rows and
+        ``n_senses`` distinct first keys among them.
     """
     keys = first_sense(senses)
     keep = keys != ""

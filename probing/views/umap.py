@@ -47,6 +47,18 @@ def stratified_sample(labels: Sequence[str] | np.ndarray, max_points: int, seed:
 
     Quotas are proportional to label counts (largest remainder), with at least one item per label
     while the budget allows, so rare senses or tags stay visible. All items when they fit.
+
+    Parameters
+    ----------
+    labels : sequence of str or ndarray (n,)
+        One label per item (compared as strings).
+    max_points : the sample size, at least 1 when ``n > max_points``.
+    seed : seeds which items of each label are drawn.
+
+    Returns
+    -------
+    ndarray (min(n, max_points),) of int64
+        Positions into ``labels``, ascending; ``arange(n)`` when ``n <= max_points``.
     """
     labels = np.asarray(labels, dtype=object)
     n = len(labels)
@@ -92,6 +104,21 @@ def embed_2d(
     UMAP uses the cosine metric (the same similarity as the neighbour views). Duplicate rows are
     embedded once; with fewer than :data:`MIN_DISTINCT_FOR_UMAP` distinct rows, or
     ``method="pca"``, the layout is the exact PCA projection.
+
+    Parameters
+    ----------
+    x : ndarray (n, dim)
+        The vectors (any float dtype; converted to float32).
+    method : ``"umap"`` or ``"pca"``.
+    seed, n_neighbors, min_dist : UMAP's ``random_state``, ``n_neighbors`` (at most the distinct rows - 1) and
+        ``min_dist``.
+
+    Returns
+    -------
+    coords : ndarray (n, 2), float64
+        Row i is the 2-D position of ``x[i]``; identical rows share it.
+    used : str
+        ``"umap"`` or ``"pca"``.
     """
     if method not in ("umap", "pca"):
         raise InputError(f"method must be 'umap' or 'pca', got {method!r}")
