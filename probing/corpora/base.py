@@ -289,6 +289,18 @@ class Corpus:
         With ``copy_to``, the hashed bytes are also written there: a file whose sha256 is the fingerprint
         and that :meth:`from_records` streams back about 20x faster than parsing CoNLL-U again. The
         activation store asks for all three, so a big corpus is parsed once per extraction.
+
+        Parameters
+        ----------
+        copy_to : binary file, optional
+            Receives the hashed bytes (header line, then one JSON record per sentence).
+
+        Returns
+        -------
+        fingerprint : str
+            Hex sha256, as :meth:`fingerprint` returns it.
+        lengths : ndarray (n_sentences,) of int64
+            Words per sentence, in corpus order.
         """
         head = FINGERPRINT_VERSION.encode("ascii") + b"\n"
         h = hashlib.sha256(head)

@@ -69,7 +69,20 @@ class Overlap:
 
 
 def sentence_hashes(store: StoreLike) -> tuple[np.ndarray, np.ndarray]:
-    """A 64-bit hash of each sentence's word sequence ``(n_sentences,)`` uint64, and its length in tokens."""
+    """A 64-bit hash of each sentence's word sequence ``(n_sentences,)`` uint64, and its length in tokens.
+
+    Parameters
+    ----------
+    store : StoreLike
+        Its ``tokens["word"]`` and ``offsets`` (n_sentences + 1,) are read; no layer is.
+
+    Returns
+    -------
+    hashes : ndarray (n_sentences,) of uint64
+        blake2b (8 bytes, little-endian) of the sentence's words joined by ``\\x1f``, in store order.
+    lengths : ndarray (n_sentences,) of int
+        Tokens per sentence (``np.diff(store.offsets)``; int64 for a :class:`~probing.store.Store`).
+    """
     words = store.tokens["word"].astype(str).to_numpy()
     offsets = np.asarray(store.offsets)
     out = np.empty(len(offsets) - 1, dtype=np.uint64)
@@ -83,7 +96,23 @@ def overlap(
     train: np.ndarray, other: np.ndarray, lengths: np.ndarray, *, role: str, data: str, train_name: str
 ) -> Overlap:
     """The sentences of ``other`` (hashes, one per sentence in order, with their ``lengths`` in tokens) that
-    are among the ``train`` hashes."""
+    are among the ``train`` hashes.
+
+    Parameters
+    ----------
+    train : ndarray (n_train,) of uint64
+        Sentence hashes of the training split (:func:`sentence_hashes`), in any order, repeats allowed.
+    other : ndarray (n_sentences,) of uint64
+        Sentence hashes of the evaluation split, one per sentence.
+    lengths : ndarray (n_sentences,) of int
+        Tokens per sentence of ``other``, aligned with it.
+    role, data, train_name : ``"dev"`` or ``"test"``, the evaluation split's name and the training split's.
+
+    Returns
+    -------
+    Overlap
+        Shared sentences (with repeats, and distinct) and their tokens, of all ``len(other)`` sentences.
+    """
     hit = np.isin(other, train)
     return Overlap(
         role=role,

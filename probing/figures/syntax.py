@@ -118,9 +118,28 @@ def tree_comparison(
 ) -> Figure:
     """One sentence, one panel per prediction (e.g. ``{"layer 1": D1, "layer 0": D0}``): the gold tree's
     edges above the words, the minimum spanning tree of that layer's predicted (n, n) distances below
-    (green where it matches a gold edge, orange where not), punctuation left out as UUAS does.
+    (bluish green where it matches a gold edge, vermillion where not), punctuation left out as UUAS does.
 
     Each arc's gid is ``"gold:i-j"`` or ``"pred:i-j"`` (0-based word positions, i < j).
+
+    Parameters
+    ----------
+    words : sequence of str (n,)
+        The sentence's words, drawn at x = 0 .. n - 1.
+    heads : sequence of int (n,)
+        Gold heads (1-based, 0 = root), as in CoNLL-U.
+    predictions : mapping of str to ndarray (n, n)
+        Panel title -> predicted distances between the n words (any float array-like; asymmetric is
+        allowed, see :func:`~probing.probes.trees.mst_edges`). One panel per entry, in mapping order.
+    punct : sequence of bool (n,), optional
+        Punctuation words, left out of both trees.
+    axes : sequence of Axes, optional
+        One per prediction; default: a new figure with one row per prediction.
+
+    Returns
+    -------
+    Figure
+        The figure of the first panel's axes.
     """
     n = len(words)
     if len(heads) != n:

@@ -81,6 +81,18 @@ class MajorityBaseline(_WordBaseline):
         return self
 
     def predict(self, words: Sequence[str]) -> np.ndarray:
+        """The majority training label for each of ``words``.
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            Word tokens (only their number matters).
+
+        Returns
+        -------
+        ndarray (n,)
+            ``majority_`` repeated, with the dtype of ``classes_``.
+        """
         self._check_fitted()
         return np.full(len(list(words)), self.majority_, dtype=self.classes_.dtype)
 
@@ -136,6 +148,18 @@ class MostFrequentTagBaseline(_WordBaseline):
         return min(counter.items(), key=lambda kv: (-kv[1], self._rank[kv[0]]))[0]
 
     def predict(self, words: Sequence[str]) -> np.ndarray:
+        """Each word's most frequent training label, looked up as ``lowercase`` says, else the majority label.
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            Word tokens.
+
+        Returns
+        -------
+        ndarray (n,)
+            One label per word, with the dtype of ``classes_``.
+        """
         self._check_fitted()
         majority = _scalar(self.majority_)
         out = []

@@ -50,7 +50,20 @@ class ControlTask:
         self.seed = seed
 
     def fit(self, words: Sequence[str], labels: Sequence | np.ndarray) -> ControlTask:
-        """Learn the label distribution of ``labels`` (n,), one per word of ``words`` (n,)."""
+        """Learn the label distribution of ``labels`` (n,), one per word of ``words`` (n,).
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            Word tokens (checked, not stored: control labels depend on the type, not on training).
+        labels : array-like (n,)
+            The task's label of each token; any hashable that ``np.unique`` sorts.
+
+        Returns
+        -------
+        ControlTask
+            ``self``, with ``classes_`` (n_classes,) sorted and ``class_prior_`` (n_classes,) token frequencies.
+        """
         words = _as_words(words, "ControlTask.fit")
         y = np.asarray(labels)
         if y.ndim != 1 or len(y) != len(words):
@@ -67,7 +80,18 @@ class ControlTask:
         return self
 
     def transform(self, words: Sequence[str]) -> np.ndarray:
-        """The control label (n,) of each of ``words`` (n,): one per word type, drawn from the label distribution."""
+        """The control label (n,) of each of ``words`` (n,): one per word type, drawn from the label distribution.
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            Word tokens; types unseen at fit time get labels too.
+
+        Returns
+        -------
+        ndarray (n,)
+            Items of ``classes_`` (its dtype); equal words get equal labels.
+        """
         if not hasattr(self, "classes_"):
             raise RuntimeError("ControlTask.transform: call fit(words, labels) first")
         words = _as_words(words, "ControlTask.transform")
@@ -81,7 +105,20 @@ class ControlTask:
         return self.classes_[type_labels[codes]]
 
     def fit_transform(self, words: Sequence[str], labels: Sequence) -> np.ndarray:
-        """Fit on ``words`` (n,) and ``labels`` (n,), then their control labels (n,)."""
+        """Fit on ``words`` (n,) and ``labels`` (n,), then their control labels (n,).
+
+        Parameters
+        ----------
+        words : sequence of str (n,)
+            Word tokens.
+        labels : array-like (n,)
+            The task's label of each token.
+
+        Returns
+        -------
+        ndarray (n,)
+            ``transform(words)`` after ``fit(words, labels)``.
+        """
         words = _as_words(words, "ControlTask.fit_transform")
         return self.fit(words, labels).transform(words)
 

@@ -329,20 +329,56 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     # -- prediction
 
     def decision_function(self, X) -> np.ndarray:
-        """Logits in float64: shape (n,) for binary problems, (n, n_classes) otherwise."""
+        """Logits in float64: shape (n,) for binary problems, (n, n_classes) otherwise.
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit; any numeric dtype (fp16 memmaps are read
+            in chunks of ``chunk_rows`` rows).
+
+        Returns
+        -------
+        ndarray (n,) or (n, n_classes), float64
+            Binary: the logit of ``classes_[1]``. Otherwise column j is the logit of ``classes_[j]``.
+        """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         scores = _linear_scores(X, self.coef_, self.intercept_, self.chunk_rows)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities (n, n_classes) of X (n, d)."""
+        """Class probabilities (n, n_classes) of X (n, d).
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit; any numeric dtype (fp16 memmaps are read
+            in chunks of ``chunk_rows`` rows).
+
+        Returns
+        -------
+        ndarray (n, n_classes), float64
+            Column j is the probability of ``classes_[j]``; rows sum to 1 (binary problems too: 2 columns).
+        """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return _softmax_proba(_linear_scores(X, self.coef_, self.intercept_, self.chunk_rows))
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """Log class probabilities (n, n_classes) of X (n, d), in float64."""
+        """Log class probabilities (n, n_classes) of X (n, d), in float64.
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit; any numeric dtype (fp16 memmaps are read
+            in chunks of ``chunk_rows`` rows).
+
+        Returns
+        -------
+        ndarray (n, n_classes), float64
+            Column j is the log-probability of ``classes_[j]`` (binary problems too: 2 columns).
+        """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         scores = _linear_scores(X, self.coef_, self.intercept_, self.chunk_rows)
@@ -358,7 +394,19 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         return scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
-        """The predicted class (n,) of each row of X (n, d)."""
+        """The predicted class (n,) of each row of X (n, d).
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit; any numeric dtype (fp16 memmaps are read
+            in chunks of ``chunk_rows`` rows).
+
+        Returns
+        -------
+        ndarray (n,)
+            Items of ``classes_`` (its dtype): the largest logit's class; binary: ``classes_[1]`` iff its logit > 0.
+        """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         return self.classes_[self._predict_index(X)]

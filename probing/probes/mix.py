@@ -218,12 +218,34 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return out
 
     def decision_function(self, X) -> np.ndarray:
-        """Logits: (n,) for binary problems, (n, n_classes) otherwise."""
+        """Logits: (n,) for binary problems, (n, n_classes) otherwise.
+
+        Parameters
+        ----------
+        X : array-like (n, n_layers, dim), list of n_layers arrays (n, dim), or (n, n_layers * dim)
+            The layers of fit, in the same order (a 2-D table is cut into ``n_layers_`` column blocks).
+
+        Returns
+        -------
+        ndarray (n,) or (n, n_classes), float64
+            Binary: the logit of ``classes_[1]``. Otherwise column j is the logit of ``classes_[j]``.
+        """
         scores = self._scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities (n, n_classes)."""
+        """Class probabilities (n, n_classes).
+
+        Parameters
+        ----------
+        X : array-like (n, n_layers, dim), list of n_layers arrays (n, dim), or (n, n_layers * dim)
+            The layers of fit, in the same order (a 2-D table is cut into ``n_layers_`` column blocks).
+
+        Returns
+        -------
+        ndarray (n, n_classes), float64
+            Column j is the probability of ``classes_[j]``; rows sum to 1 (binary problems too: 2 columns).
+        """
         return _softmax_proba(self._scores(X))
 
     def _predict_index(self, X) -> np.ndarray:
@@ -231,7 +253,18 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         return (scores[:, 0] > 0).astype(np.int64) if scores.shape[1] == 1 else scores.argmax(axis=1)
 
     def predict(self, X) -> np.ndarray:
-        """The predicted class (n,) of each sample."""
+        """The predicted class (n,) of each sample.
+
+        Parameters
+        ----------
+        X : array-like (n, n_layers, dim), list of n_layers arrays (n, dim), or (n, n_layers * dim)
+            The layers of fit, in the same order (a 2-D table is cut into ``n_layers_`` column blocks).
+
+        Returns
+        -------
+        ndarray (n,)
+            Items of ``classes_`` (its dtype): the largest logit's class; binary: ``classes_[1]`` iff its logit > 0.
+        """
         check_is_fitted(self)
         return self.classes_[self._predict_index(X)]
 

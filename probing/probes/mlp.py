@@ -146,17 +146,50 @@ class MLPProbe(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """Log-probabilities (n, n_classes) in float64 of X (n, d)."""
+        """Log-probabilities (n, n_classes) in float64 of X (n, d).
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit, any numeric dtype (standardised as in fit).
+
+        Returns
+        -------
+        ndarray (n, n_classes), float64
+            Column j is the log-probability of ``classes_[j]`` (log-softmax of the fp32 logits, in float64).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype="numeric")
         with torch.no_grad():
             return torch.log_softmax(self.net_(self._tensor(X)).double(), dim=1).numpy()
 
     def predict_proba(self, X) -> np.ndarray:
-        """Probabilities (n, n_classes) of X (n, d)."""
+        """Probabilities (n, n_classes) of X (n, d).
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit, any numeric dtype (standardised as in fit).
+
+        Returns
+        -------
+        ndarray (n, n_classes), float64
+            Column j is the probability of ``classes_[j]``; rows sum to 1.
+        """
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
-        """The most probable class (n,) of each row of X (n, d)."""
+        """The most probable class (n,) of each row of X (n, d).
+
+        Parameters
+        ----------
+        X : array-like (n, d)
+            Features with the ``d = n_features_in_`` columns of fit, any numeric dtype (standardised as in fit).
+
+        Returns
+        -------
+        ndarray (n,)
+            Items of ``classes_`` (its dtype).
+        """
         best = self.predict_log_proba(X).argmax(1)
         return self.classes_[best]

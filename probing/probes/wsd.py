@@ -236,7 +236,23 @@ class SenseCentroids:
         """Mean of the occurrences of each sense; an occurrence with several gold keys counts for each.
 
         X: (n_tokens, d) activations (e.g. a store's layer); ``sense_keys``: the n instances' gold keys;
-        ``rows``: (n,) the instances' rows of X (default: X has exactly the n rows)."""
+        ``rows``: (n,) the instances' rows of X (default: X has exactly the n rows).
+
+        Parameters
+        ----------
+        X : array-like (n_tokens, d)
+            Activations, e.g. a store's fp16 layer memmap; read in float32 blocks of ``chunk_rows`` rows.
+        sense_keys : sequence (n,) of str or sequence of str
+            Gold keys of each occurrence (one string may hold several, whitespace-separated).
+        rows : array-like (n,) of int, optional
+            Row of X of each occurrence; default: X has exactly the n rows, in order.
+
+        Returns
+        -------
+        SenseCentroids
+            ``self``, with ``keys_`` (n_senses,), ``counts_`` (n_senses,) int64 and ``centroids_`` (n_senses, d)
+            float32, in order of first occurrence.
+        """
         keys = [_as_keys(k) for k in sense_keys]
         rows = _rows(X, rows, len(keys), "SenseCentroids.fit")
         index: dict[str, int] = {}
@@ -280,7 +296,22 @@ class SenseCentroids:
     ) -> list[dict[str, float]]:
         """For each occurrence, the score (cosine similarity, or minus the Euclidean distance) of every
         candidate sense of its lemma that has a centroid, in WordNet order; ``{}`` means back-off.
-        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence."""
+        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence.
+
+        Parameters
+        ----------
+        X : array-like (n_tokens, d)
+            Activations, e.g. a store's fp16 layer memmap; read in float32 blocks of ``chunk_rows`` rows.
+        lemmas, pos : sequence of str (n,)
+            Each occurrence's lemma and part of speech (NOUN/VERB/ADJ/ADV or n/v/a/s/r): its candidate senses.
+        rows : array-like (n,) of int, optional
+            Row of X of each occurrence; default: X has exactly the n rows, in order.
+
+        Returns
+        -------
+        list of dict (n,)
+            Per occurrence, sense key -> score (float) of its candidate senses seen in fit; ``{}`` if none was.
+        """
         if not hasattr(self, "centroids_"):
             raise RuntimeError("SenseCentroids is not fitted; call fit() first")
         _check_aligned(lemmas, pos)
@@ -307,7 +338,22 @@ class SenseCentroids:
     ) -> pd.DataFrame:
         """One row per occurrence: ``sense``, its ``score`` (NaN on back-off), ``backoff``, and ``n_seen``
         (candidate senses with a centroid). Equal scores go to the sense first in WordNet order.
-        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence."""
+        X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,) per occurrence.
+
+        Parameters
+        ----------
+        X : array-like (n_tokens, d)
+            Activations, e.g. a store's fp16 layer memmap; read in float32 blocks of ``chunk_rows`` rows.
+        lemmas, pos : sequence of str (n,)
+            Each occurrence's lemma and part of speech (NOUN/VERB/ADJ/ADV or n/v/a/s/r): its candidate senses.
+        rows : array-like (n,) of int, optional
+            Row of X of each occurrence; default: X has exactly the n rows, in order.
+
+        Returns
+        -------
+        DataFrame (n rows)
+            Columns ``sense`` (str), ``score`` (float), ``backoff`` (bool), ``n_seen`` (int), in occurrence order.
+        """
         inv = _inventory(self.inventory)
         records = []
         for lemma, p, scores in zip(lemmas, pos, self.sense_scores(X, lemmas, pos, rows)):
@@ -322,7 +368,22 @@ class SenseCentroids:
         self, X, lemmas: Sequence[str], pos: Sequence[str], rows: Sequence[int] | np.ndarray | None = None
     ) -> list[str]:
         """The nearest-centroid sense of each of the n occurrences (WordNet first sense when no candidate was
-        seen). X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,)."""
+        seen). X, rows: as in :meth:`fit`; ``lemmas``, ``pos``: (n,).
+
+        Parameters
+        ----------
+        X : array-like (n_tokens, d)
+            Activations, e.g. a store's fp16 layer memmap; read in float32 blocks of ``chunk_rows`` rows.
+        lemmas, pos : sequence of str (n,)
+            Each occurrence's lemma and part of speech (NOUN/VERB/ADJ/ADV or n/v/a/s/r): its candidate senses.
+        rows : array-like (n,) of int, optional
+            Row of X of each occurrence; default: X has exactly the n rows, in order.
+
+        Returns
+        -------
+        list of str (n,)
+            One sense key per occurrence.
+        """
         return self.predict_details(X, lemmas, pos, rows)["sense"].tolist()
 
     def score(
@@ -333,7 +394,24 @@ class SenseCentroids:
         pos: Sequence[str],
         rows: Sequence[int] | np.ndarray | None = None,
     ) -> float:
-        """F1 of ``predict`` against the gold keys (by Scorer.java's rules; every occurrence is answered)."""
+        """F1 of ``predict`` against the gold keys (by Scorer.java's rules; every occurrence is answered).
+
+        Parameters
+        ----------
+        X : array-like (n_tokens, d)
+            Activations, e.g. a store's fp16 layer memmap; read in float32 blocks of ``chunk_rows`` rows.
+        sense_keys : sequence (n,) of str or sequence of str
+            Gold keys of each occurrence; every one needs at least one.
+        lemmas, pos : sequence of str (n,)
+            Each occurrence's lemma and part of speech (NOUN/VERB/ADJ/ADV or n/v/a/s/r): its candidate senses.
+        rows : array-like (n,) of int, optional
+            Row of X of each occurrence; default: X has exactly the n rows, in order.
+
+        Returns
+        -------
+        float
+            F1 as a fraction in [0, 1]; with one answer per occurrence it equals the accuracy.
+        """
         pred = self.predict(X, lemmas, pos, rows)
         gold = {str(i): k for i, k in enumerate(sense_keys)}
         return score_wsd({str(i): k for i, k in enumerate(pred)}, gold)["F1"]

@@ -78,7 +78,20 @@ def _extract_shard(
 def shard_count(lengths: np.ndarray, n_shards: int) -> int:
     """The largest ``m <= n_shards`` for which every shard of :func:`shard_range` (contiguous sentences,
     balanced by tokens) gets at least one token: a corpus of few or very unequal sentences is cut into
-    fewer shards rather than failing on an empty one. ``lengths``: ``(n_sentences,)`` words per sentence."""
+    fewer shards rather than failing on an empty one. ``lengths``: ``(n_sentences,)`` words per sentence.
+
+    Parameters
+    ----------
+    lengths : array-like (n_sentences,) of int
+        Words per sentence, in corpus order.
+    n_shards : int
+        The most shards wanted (at least 1).
+
+    Returns
+    -------
+    int
+        ``m`` in ``[1, n_shards]``, and at most the number of non-empty sentences (but at least 1).
+    """
     lengths = np.asarray(lengths, dtype=np.int64)
     total = int(lengths.sum())
     first_rows = np.cumsum(lengths) - lengths

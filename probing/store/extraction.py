@@ -266,7 +266,23 @@ def _check_compatible(store: Store, encoder: EncoderLike, key: str) -> None:
 
 
 def shard_range(lengths: np.ndarray, index: int, count: int) -> tuple[int, int]:
-    """Sentence range ``[start, stop)`` of shard ``index`` of ``count``: contiguous, balanced by tokens."""
+    """Sentence range ``[start, stop)`` of shard ``index`` of ``count``: contiguous, balanced by tokens.
+
+    Sentence j goes to shard ``first_row_j * count // total_tokens``, so the shards partition the sentences
+    in order and each holds about ``total_tokens / count`` tokens (:func:`~probing.store.distributed.shard_count`
+    says how many shards stay non-empty).
+
+    Parameters
+    ----------
+    lengths : ndarray (n_sentences,) of int
+        Words per sentence (each at least 1, as a :class:`~probing.corpora.base.Sentence` has), in corpus order.
+    index, count : the shard's 0-based index and the number of shards.
+
+    Returns
+    -------
+    start, stop : int
+        The shard's sentences, ``0 <= start <= stop <= n_sentences`` (``start == stop``: an empty shard).
+    """
     first_rows = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else np.zeros(0, np.int64)
     total = int(lengths.sum())
     owner = first_rows * count // max(total, 1)
@@ -274,7 +290,20 @@ def shard_range(lengths: np.ndarray, index: int, count: int) -> tuple[int, int]:
 
 
 def plan_chunks(lengths: np.ndarray, chunk_tokens: int) -> list[list[int]]:
-    """Greedy chunks ``[s0, s1, r0, r1]``: consecutive sentences until at least ``chunk_tokens`` tokens."""
+    """Greedy chunks ``[s0, s1, r0, r1]``: consecutive sentences until at least ``chunk_tokens`` tokens.
+
+    Parameters
+    ----------
+    lengths : ndarray (n_sentences,) of int
+        Words per sentence, in store order.
+    chunk_tokens : int
+        The fewest tokens of a chunk (the last one may hold fewer).
+
+    Returns
+    -------
+    list of [s0, s1, r0, r1] (n_chunks,)
+        Sentences ``s0:s1`` and their token rows ``r0:r1`` per chunk; the chunks cover every sentence in order.
+    """
     chunks, s0, r0, rows = [], 0, 0, 0
     for j, n in enumerate(lengths.tolist()):
         rows += n

@@ -78,7 +78,19 @@ def memo_file(root: Path, state: CorpusState) -> Path:
 
 
 def recall(root: Path, state: CorpusState) -> tuple[str, np.ndarray] | None:
-    """``(fingerprint, words per sentence)`` memoised for ``state``'s files as they are now, else None."""
+    """``(fingerprint, words per sentence)`` memoised for ``state``'s files as they are now, else None.
+
+    Parameters
+    ----------
+    root, state : the store root (the memo is under ``root / "corpus-memo"``) and the files' state now.
+
+    Returns
+    -------
+    (fingerprint, lengths) or None
+        ``fingerprint``: the corpus fingerprint (str, hex sha256); ``lengths``: ndarray (n_sentences,) of int64,
+        words per sentence. None when there is no memo, it is damaged, or a file's size, mtime, ctime or inode
+        changed.
+    """
     try:
         with open(memo_file(root, state), "rb") as f:
             memo = json.loads(f.read())
@@ -97,7 +109,16 @@ def recall(root: Path, state: CorpusState) -> tuple[str, np.ndarray] | None:
 
 def remember(root: Path, state: CorpusState, fingerprint: str, lengths: np.ndarray) -> None:
     """Memoise what parsing ``state``'s files gave, unless a file changed since ``state`` was taken or was
-    modified too recently to be trusted; a read-only cache is left as it is."""
+    modified too recently to be trusted; a read-only cache is left as it is.
+
+    Parameters
+    ----------
+    root, state : the store root and the state of the corpus files taken before they were parsed.
+    fingerprint : str
+        The corpus fingerprint (hex sha256) the parse gave.
+    lengths : array-like (n_sentences,) of int
+        Words per sentence, stored as a JSON list.
+    """
     for entry in state.files:
         if entry[2] >= state.stat_ns - RACY_NS:
             return

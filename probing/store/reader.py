@@ -137,6 +137,22 @@ class Store:
         ``rows`` (indices, a boolean mask or a slice) gathers only those rows; ``dtype`` converts.
         A half name (``"1f"``, ``"1b"``) gives that direction's ``(n_tokens, dim // 2)`` columns of layer 1.
 
+        Parameters
+        ----------
+        k : int or str
+            Layer index (negative counts from the end), name (``"0"``, ``"1"``, ...) or half name.
+        rows : array-like (m,) of int, boolean mask (n_tokens,), or slice, optional
+            Token rows to gather, in the order given (a mask: in store order, m = its number of True).
+            Default: all n_tokens rows.
+        dtype : numpy dtype, optional
+            Convert to it (e.g. ``"float32"``); default: fp16, as stored.
+
+        Returns
+        -------
+        ndarray (m, dim), or (m, dim // 2) for a half name
+            With neither ``rows`` nor ``dtype``, the read-only fp16 memmap (m = n_tokens); otherwise a new writable
+            array of ``dtype`` (default float16).
+
         Examples
         --------
         >>> from probing.experiment import extract_activations
@@ -179,7 +195,19 @@ class Store:
     def as_tensor(
         self, k: int | str, rows: Iterable[int] | np.ndarray | slice | None = None, dtype: torch.dtype | None = None
     ) -> torch.Tensor:
-        """Layer ``k`` (optionally only ``rows``) as a torch tensor, float32 unless ``dtype`` says otherwise."""
+        """Layer ``k`` (optionally only ``rows``) as a torch tensor, float32 unless ``dtype`` says otherwise.
+
+        Parameters
+        ----------
+        k, rows : as in :meth:`layer`.
+        dtype : torch.dtype, optional
+            ``torch.float16`` keeps the stored values; any other is converted from float32. Default float32.
+
+        Returns
+        -------
+        Tensor (m, dim), or (m, dim // 2) for a half name
+            A new CPU tensor (m rows as in :meth:`layer`), not sharing memory with the store.
+        """
         import torch
 
         dtype = dtype or torch.float32
@@ -209,7 +237,13 @@ class Store:
 
     @property
     def offsets(self) -> np.ndarray:
-        """int64 ``(n_sentences + 1,)``: the rows of sentence i are ``offsets[i]:offsets[i + 1]``."""
+        """int64 ``(n_sentences + 1,)``: the rows of sentence i are ``offsets[i]:offsets[i + 1]``.
+
+        Returns
+        -------
+        ndarray (n_sentences + 1,) of int64
+            ``offsets[0] == 0``, ``offsets[-1] == n_tokens``; loaded once, then cached.
+        """
         if self._offsets is None:
             self._offsets = np.load(self.path / OFFSETS, allow_pickle=False)
         return self._offsets
@@ -237,7 +271,22 @@ class Store:
         """Sorted int64 rows whose columns match every given filter (a value or a collection of values).
 
         ``lemma`` matches ignoring case (``"bank"`` finds ``bank`` and ``Bank``), the one lemma rule of the
-        toolkit (also in the maps and the neighbour filters); the other columns match exactly."""
+        toolkit (also in the maps and the neighbour filters); the other columns match exactly.
+
+        Parameters
+        ----------
+        upos, xpos, lemma, word, doc_id, sentence_id : str or collection of str, optional
+            Keep the tokens whose column is that value or one of those values; None: no filter.
+        sense_annotated : bool, optional
+            True: only tokens with a ``sense``; False: only those without.
+        oov : bool, optional
+            Filter on the token table's ``oov`` column.
+
+        Returns
+        -------
+        ndarray (m,) of int64
+            Row indices into the layers and :attr:`tokens`, ascending (m = tokens matching every filter).
+        """
         t = self.tokens
         mask = np.ones(len(t), dtype=bool)
         for column, want in (
