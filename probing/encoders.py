@@ -311,10 +311,32 @@ class GloveEncoder:
         return _sha("glove", self.vectors.fingerprint)
 
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """One ``(1, n_tokens, dim)`` float32 array per sentence; OOV rows are zeros."""
+        """One ``(1, n_tokens, dim)`` float32 array per sentence; OOV rows are zeros.
+
+        Parameters
+        ----------
+        sentences : sequence (n_sentences,) of sequences of str
+            Tokenized sentences.
+
+        Returns
+        -------
+        list (n_sentences,) of ndarray (1, n_tokens, dim), float32
+            Layer ``"glove"`` of each sentence; an out-of-vocabulary token's row is zeros.
+        """
         return [self.vectors.lookup(list(words))[0][None] for words in sentences]
 
     def oov_mask(self, words: Sequence[str]) -> np.ndarray:
+        """Which words have no vector.
+
+        Parameters
+        ----------
+        words : sequence (n,) of str
+
+        Returns
+        -------
+        ndarray (n,) of bool
+            True where the word is out of vocabulary (its vector is zeros).
+        """
         return np.asarray(self.vectors.lookup(list(words))[1], dtype=bool)
 
     def __repr__(self) -> str:

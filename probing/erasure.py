@@ -202,7 +202,19 @@ class Eraser(TransformerMixin, BaseEstimator):
     # -- applying
 
     def transform(self, X) -> np.ndarray:
-        """``(n, d)`` -> the erased ``(n, d)``: float64 for float64 input, else float32 (fp16 memmaps are read in chunks)."""
+        """``(n, d)`` -> the erased ``(n, d)``: float64 for float64 input, else float32 (fp16 memmaps are read
+        in chunks).
+
+        Parameters
+        ----------
+        X : array-like (n, d), float64, float32 or float16
+            Rows to erase, d = ``n_features_in_`` (an fp16 memmap is fine: it is read ``CHUNK_ROWS`` at a time).
+
+        Returns
+        -------
+        ndarray (n, d), float64 for float64 input, else float32
+            ``X - ((X - bias_) @ proj_right_.T) @ proj_left_.T``, computed in float64.
+        """
         check_is_fitted(self, "proj_left_")
         X = self._validate(X, reset=False)
         dtype = np.float64 if X.dtype == np.float64 else np.float32
@@ -213,7 +225,18 @@ class Eraser(TransformerMixin, BaseEstimator):
         return out
 
     def torch_transform(self, x: torch.Tensor) -> torch.Tensor:
-        """The same map on a tensor ``(..., d)`` in its dtype and device (the biLM's in-model intervention)."""
+        """The same map on a tensor ``(..., d)`` in its dtype and device (the biLM's in-model intervention).
+
+        Parameters
+        ----------
+        x : Tensor (..., d)
+            Any leading shape, d = ``n_features_in_``; floating point.
+
+        Returns
+        -------
+        Tensor (..., d)
+            The erased ``x``, in ``x``'s dtype and on its device (the factors are cast to them).
+        """
         check_is_fitted(self, "proj_left_")
         left, right, bias = (
             torch.as_tensor(a, dtype=x.dtype, device=x.device) for a in (self.proj_left_, self.proj_right_, self.bias_)
@@ -222,7 +245,12 @@ class Eraser(TransformerMixin, BaseEstimator):
 
     @property
     def projection_(self) -> np.ndarray:
-        """The linear part ``P = I - L R`` ``(d, d)``: ``transform(x) = x @ P.T + (L R) @ bias``."""
+        """The linear part ``P = I - L R``, float64 ``(d, d)``: ``transform(x) = x @ P.T + (L R) @ bias``.
+
+        Returns
+        -------
+        ndarray (d, d), float64
+        """
         check_is_fitted(self, "proj_left_")
         return np.eye(self.n_features_in_) - self.proj_left_ @ self.proj_right_
 
@@ -274,6 +302,24 @@ def fit_eraser_on_store(
 
     ``labels`` is a token-table column (``"upos"``) or an array with one label per store row; ``rows``
     selects rows; rows whose label is empty (``""`` or None: e.g. tokens without a sense) are left out.
+
+    Parameters
+    ----------
+    store : StoreLike
+        The activations, ``(n_tokens, dim)`` per layer.
+    layer : int or str
+        A stored layer or a direction half (``"1f"``: the ``(n_tokens, dim // 2)`` forward columns).
+    labels : str, or sequence / ndarray (n_tokens,)
+        A token-table column name, or one label per store row (compared as str).
+    method, rank, random_state : the :class:`Eraser`'s.
+    rows : ndarray (m,) of int, optional
+        Store rows to fit on (indices, not a boolean mask); None: every row.
+    **params : the :class:`Eraser`'s other options (``max_iter``, ``tol``, ``C`` for INLP).
+
+    Returns
+    -------
+    Eraser
+        Fitted on the labelled rows among ``rows``; its ``n_features_in_`` is the layer's (or half's) width.
     """
     if isinstance(labels, str):
         if labels not in store.tokens.columns:
@@ -381,6 +427,12 @@ class ErasedStore:
 
     @property
     def offsets(self) -> np.ndarray:
+        """The base store's int64 ``(n_sentences + 1,)`` row offsets.
+
+        Returns
+        -------
+        ndarray (n_sentences + 1,), int64
+        """
         return self.base.offsets
 
     def __len__(self) -> int:
@@ -395,6 +447,23 @@ class ErasedStore:
         return self.base.layer_index(k)
 
     def layer(self, k: int | str, rows: Any = None, dtype: Any = None) -> np.ndarray:
+        """Layer ``k`` of the base store through its eraser (a half is cut from the erased layer).
+
+        Parameters
+        ----------
+        k : int or str
+            A stored layer or a direction half (``"1f"``, ``"1b"``).
+        rows : indices (m,), boolean mask (n_tokens,) or slice, optional
+            Rows to read, as the base store's ``layer`` takes them; None: every row.
+        dtype : optional
+            Convert the result to it.
+
+        Returns
+        -------
+        ndarray (m, dim), or (m, dim // 2) for a half
+            For a layer with an eraser its ``transform`` (float32 from an fp16 store), else the base store's
+            array (fp16 for a :class:`~probing.store.Store`); then ``dtype``. m = n_tokens when ``rows`` is None.
+        """
         names = self.base.layer_names
         index, columns = resolve(k, names, self.dim) if isinstance(k, str) else (self.layer_index(k), slice(None))
         name = names[index]

@@ -213,6 +213,18 @@ class Vectors:
 
         Rows of out-of-vocabulary words are zeros and flagged True in the mask: never use a row
         without checking the mask, since a zero vector has no cosine and no meaning.
+
+        Parameters
+        ----------
+        words : iterable of n str
+            Looked up after the case policy (:meth:`index_of`).
+
+        Returns
+        -------
+        vectors : ndarray (n, dim), float32
+            Row i is word i's vector, zeros when it is out of vocabulary.
+        oov : ndarray (n,) of bool
+            True for out-of-vocabulary words.
         """
         rows = [self.index_of(w) for w in words]
         oov = np.array([r is None for r in rows], dtype=bool)

@@ -109,7 +109,19 @@ class IntervenedElmoEncoder(_Intervention):
         return {self.layer: (self.erasers[0].torch_transform, self.erasers[1].torch_transform)}
 
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """As the base encoder's ``encode``, with the erasers applied inside the biLM."""
+        """As the base encoder's ``encode``, with the erasers applied inside the biLM.
+
+        Parameters
+        ----------
+        sentences : sequence (n_sentences,) of sequences of str
+            Tokenized sentences.
+
+        Returns
+        -------
+        list (n_sentences,) of ndarray (num_layers, n_tokens, dim), float32
+            As :meth:`probing.elmo.Elmo.embed`: ``num_layers`` = ``n_layers + 1`` (token layer first), layer
+            ``layer`` holds the erased ``[forward | backward]`` output and the layers above are computed from it.
+        """
         return self.base.model.embed(sentences, batch_size=self.base.batch_size, edits=self.edits)
 
     def __repr__(self) -> str:
@@ -128,7 +140,26 @@ def fit_intervention(
     **params: Any,
 ) -> IntervenedElmoEncoder:
     """Fit the two direction erasers of ``layer`` on ``store`` (``base``'s store of the fitting data) and a
-    label per token (a token-table column or an array, as :func:`~probing.erasure.fit_eraser_on_store`)."""
+    label per token (a token-table column or an array, as :func:`~probing.erasure.fit_eraser_on_store`).
+
+    Parameters
+    ----------
+    base : ElmoEncoder or RandomElmoEncoder
+        The model the erasers go into; it must have written ``store``.
+    store : StoreLike
+        ``base``'s activations of the fitting data, ``(n_tokens, dim)`` per layer.
+    layer : int
+        The biLSTM layer (1..n_layers) whose halves ``"<layer>f"``, ``"<layer>b"`` ``(n_tokens, dim // 2)``
+        are erased.
+    labels : str, or sequence / ndarray (n_tokens,)
+        A token-table column name, or one label per store row.
+    method, rank, random_state, **params : the :class:`~probing.erasure.Eraser`'s options.
+
+    Returns
+    -------
+    IntervenedElmoEncoder
+        With the forward and backward erasers, each on ``dim // 2`` features.
+    """
     made_by = store.manifest.get("encoder", {}).get("fingerprint")
     if made_by != base.fingerprint:
         raise InputError(
@@ -178,6 +209,17 @@ class LazyIntervenedEncoder(_Intervention):
         return self.fitted.fingerprint
 
     def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """:meth:`IntervenedElmoEncoder.encode` of :attr:`fitted` (the first call fits the erasers).
+
+        Parameters
+        ----------
+        sentences : sequence (n_sentences,) of sequences of str
+            Tokenized sentences.
+
+        Returns
+        -------
+        list (n_sentences,) of ndarray (num_layers, n_tokens, dim), float32
+        """
         return self.fitted.encode(sentences)
 
     def __repr__(self) -> str:

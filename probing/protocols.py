@@ -33,9 +33,35 @@ class EncoderLike(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Every layer of each sentence.
 
-    def oov_mask(self, words: Sequence[str]) -> np.ndarray: ...
+        Parameters
+        ----------
+        sentences : sequence (n_sentences,) of sequences of str
+            Tokenized sentences.
+
+        Returns
+        -------
+        list (n_sentences,) of ndarray (n_layers, n_tokens, dim), float32
+            ``n_layers = len(layer_names)``, ``n_tokens`` that sentence's length; fresh arrays, whatever
+            the batching.
+        """
+        ...
+
+    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
+        """Which words the encoder has no vector for.
+
+        Parameters
+        ----------
+        words : sequence (n,) of str
+
+        Returns
+        -------
+        ndarray (n,) of bool
+            True where the word is out of vocabulary (all False for character models).
+        """
+        ...
 
 
 @runtime_checkable
@@ -73,10 +99,34 @@ class StoreLike(Protocol):
     def tokens(self) -> pd.DataFrame: ...
 
     @property
-    def offsets(self) -> np.ndarray: ...
+    def offsets(self) -> np.ndarray:
+        """int64 ``(n_sentences + 1,)``: the rows of sentence i are ``offsets[i]:offsets[i + 1]``.
+
+        Returns
+        -------
+        ndarray (n_sentences + 1,), int64
+        """
+        ...
 
     def __len__(self) -> int: ...
 
     def layer_index(self, k: int | str) -> int: ...
 
-    def layer(self, k: int | str, rows: Any = None, dtype: Any = None) -> np.ndarray: ...
+    def layer(self, k: int | str, rows: Any = None, dtype: Any = None) -> np.ndarray:
+        """Activations of layer ``k``, row i = token i of :attr:`tokens`.
+
+        Parameters
+        ----------
+        k : int or str
+            A layer index or name, or a direction half (``"1f"``, ``"1b"``).
+        rows : indices (m,), boolean mask (n_tokens,) or slice, optional
+            Only these rows; None: every row.
+        dtype : optional
+            Convert to it; None: the store's own dtype (fp16 for the toolkit's stores).
+
+        Returns
+        -------
+        ndarray (m, dim), or (m, dim // 2) for a half
+            m = n_tokens when ``rows`` is None.
+        """
+        ...

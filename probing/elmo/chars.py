@@ -52,7 +52,20 @@ def check_sentences(sentences: object) -> list[list[str]]:
 
 
 def token_char_ids(token: str, max_chars: int = 50) -> np.ndarray:
-    """The shifted character ids of one token, shape ``(max_chars,)``."""
+    """The shifted character ids of one token, shape ``(max_chars,)``.
+
+    Parameters
+    ----------
+    token : str
+        One token; ``<S>`` and ``</S>`` become the sentence-boundary characters.
+    max_chars : int
+        Slots per token (``max_characters_per_token``, 50 for ELMo); longer tokens are cut.
+
+    Returns
+    -------
+    ndarray (max_chars,) of int64
+        Begin-of-word, the UTF-8 bytes, end-of-word, then padding, every id shifted by +1 (so never 0).
+    """
     if token == BOS_TOKEN:
         return _boundary(BOS_CHAR, max_chars)
     if token == EOS_TOKEN:
@@ -66,7 +79,21 @@ def token_char_ids(token: str, max_chars: int = 50) -> np.ndarray:
 
 
 def batch_char_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
-    """Character ids for a batch with ``<S>``/``</S>`` added: ``(batch, max_len + 2, max_chars)``, 0 = padding."""
+    """Character ids for a batch with ``<S>``/``</S>`` added: ``(batch, max_len + 2, max_chars)``, 0 = padding.
+
+    Parameters
+    ----------
+    sentences : sequence (batch,) of sequences of str
+        Tokenized sentences, without boundaries (see :func:`check_sentences`).
+    max_chars : int
+        Slots per token (``max_characters_per_token``, 50 for ELMo).
+
+    Returns
+    -------
+    ndarray (batch, max_len + 2, max_chars) of int64
+        Row i is ``<S> tokens </S>`` of sentence i as :func:`token_char_ids` gives them; ``max_len`` is the
+        longest sentence's token count, and a shorter sentence's slots after its ``</S>`` are all 0.
+    """
     longest = max((len(s) for s in sentences), default=0)
     out = np.zeros((len(sentences), longest + 2, max_chars), dtype=np.int64)
     for i, sent in enumerate(sentences):

@@ -167,7 +167,24 @@ class Elmo(nn.Module):
     def forward(self, sentences: Sequence[Sequence[str]], edits: Edits | None = None) -> tuple[Tensor, Tensor]:
         """One batch: ``(n_layers, B, T, output_dim)`` activations without boundaries and a ``(B, T)`` mask.
 
-        ``edits`` intervene on biLSTM layers' outputs per direction (:data:`probing.elmo.model.Edits`)."""
+        ``edits`` intervene on biLSTM layers' outputs per direction (:data:`probing.elmo.model.Edits`).
+
+        Parameters
+        ----------
+        sentences : sequence (B,) of sequences of str
+            Tokenized sentences (``<S>``/``</S>`` are added here and cut from the output).
+        edits : Edits, optional
+            Per biLSTM layer (1..n_layers) the (forward, backward) map of its output, ``(..., P) -> (..., P)``.
+
+        Returns
+        -------
+        layers : Tensor (num_layers, B, T, output_dim), float32
+            ``T`` is the longest sentence's token count; layer 0 is the token embedding twice
+            (``[e | e]``), layer k the biLSTM layer k as ``[forward | backward]``; zero after a sentence's end.
+            The precision (``bf16``) changes the matmuls, not this dtype.
+        mask : Tensor (B, T) of bool
+            True at the tokens of each sentence.
+        """
         sentences = check_sentences(sentences)
         if not sentences:
             return torch.zeros(self.num_layers, 0, 0, self.output_dim), torch.zeros(0, 0, dtype=torch.bool)
@@ -198,6 +215,17 @@ class Elmo(nn.Module):
         string is one sentence (a list of one array comes back). Stateless: sentences are batched by length
         (the result does not depend on it). Stateful: batches are taken in input order, ``batch_size``
         sentences each, as the reference does. ``edits``: as in :meth:`forward`.
+
+        Parameters
+        ----------
+        sentences : str or sequence (n_sentences,) of token lists or str
+            The sentences; one string is one sentence.
+        batch_size, progress, edits : sentences per batch, a token progress bar, and the edits of :meth:`forward`.
+
+        Returns
+        -------
+        list (n_sentences,) of ndarray (num_layers, n_tokens, output_dim), float32
+            In input order; ``n_tokens`` is that sentence's length, ``num_layers`` counts the token layer.
         """
         batch_size = check_count(batch_size, "batch_size")
         if isinstance(sentences, str):

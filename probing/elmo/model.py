@@ -84,6 +84,16 @@ class CharCNN(nn.Module):
         """``(n_tokens, max_chars)`` shifted ids -> ``(n_tokens, projection_dim)``.
 
         With gradients the plain convolutions; without, the same function as one GEMM over windows.
+
+        Parameters
+        ----------
+        char_ids : Tensor (n_tokens, max_chars) of int64
+            Shifted character ids (:func:`probing.elmo.chars.token_char_ids`), one token a row.
+
+        Returns
+        -------
+        Tensor (n_tokens, projection_dim), float32 outside autocast
+            The context-free token vectors (layer 0 before :class:`~probing.elmo.Elmo` doubles it).
         """
         if not torch.is_grad_enabled():
             return self._infer(char_ids)
@@ -168,6 +178,24 @@ class LstmDirection(nn.Module):
         Returns each layer's output ``(B, T, P)`` (zero at padding) and the final ``(h, c)`` per layer,
         taken at each row's last valid step. ``dropout`` (training only) applies to each layer's input.
         ``edits`` maps a layer (1..n_layers) to an :data:`Edit` of its output before the next layer reads it.
+
+        Parameters
+        ----------
+        x : Tensor (B, T, P)
+            The input sequence (token embeddings, already reversed for the backward direction);
+            P = ``projection_dim``.
+        mask : Tensor (B, T) of bool
+            True at valid steps, which come first in each row.
+        state : list (n_layers,) of (h (B, P), c (B, C)) Tensors, optional
+            Initial state per layer (C = ``lstm_dim``); None starts from zeros.
+        dropout, edits : input dropout probability, and the per-layer output edits.
+
+        Returns
+        -------
+        outputs : list (n_layers,) of Tensor (B, T, P)
+            Each layer's output, zero at padding (from layer 2 on it includes the skip connection, if used).
+        final : list (n_layers,) of (h (B, P), c (B, C)) Tensors
+            Each layer's state at each row's last valid step.
         """
         opts = self.opts
         cell_clip = opts.cell_clip if opts.cell_clip else math.inf
@@ -205,6 +233,31 @@ def lstm_recurrence(
 
     ``gates_x`` already holds ``x W_x + b``. Padded steps (``mask`` False) leave the state unchanged
     and output zeros, so the returned state is each row's state at its last valid step.
+
+    Parameters
+    ----------
+    gates_x : Tensor (T, B, 4 * C)
+        Input part of the gate pre-activations, time-major (C = ``lstm_dim``).
+    w_h : Tensor (P, 4 * C)
+        Recurrent weights applied to the projected state h (P = ``projection_dim``).
+    w_p : Tensor (C, P)
+        Projection of the cell output.
+    h : Tensor (B, P)
+        Initial projected state.
+    c : Tensor (B, C)
+        Initial cell state.
+    mask : Tensor (T, B, 1) of bool
+        True at valid steps.
+    cell_clip, proj_clip : bounds of the cell and the projected state (``inf``: no clipping).
+
+    Returns
+    -------
+    outputs : Tensor (T, B, P)
+        The projected state per step, zero at padded steps.
+    h : Tensor (B, P)
+        Final projected state per row.
+    c : Tensor (B, C)
+        Final cell state per row.
     """
     outs: list[Tensor] = []
     for s in range(gates_x.size(0)):
@@ -239,6 +292,29 @@ def packed_recurrence(
     The matmuls run in the weights' dtype (so in bfloat16 the gate pre-activations are rounded to
     it); the nonlinearities, the cell and the hidden state are float32.
     Returns the packed outputs ``(N, P)`` and the final ``h``, ``c`` of every row.
+
+    Parameters
+    ----------
+    gates : Tensor (N, 4 * C), the weights' dtype
+        ``x W_x + b`` of the N = ``sum(batch_sizes)`` valid slots, step-major (C = ``lstm_dim``); overwritten.
+    w_h : Tensor (P, 4 * C)
+        Recurrent weights (P = ``projection_dim``), float32 or bfloat16.
+    w_p : Tensor (C, P)
+        Projection of the cell output, in ``w_h``'s dtype.
+    h0 : Tensor (B, P), float32
+        Initial projected state, rows in length order (longest first); overwritten with the final one.
+    c0 : Tensor (B, C), float32
+        Initial cell state, rows as ``h0``; overwritten with the final one.
+    batch_sizes : list (T,) of int
+        Rows still running at each step, non-increasing, ``batch_sizes[0] <= B``.
+    cell_clip, proj_clip : bounds of the cell and the projected state (``inf``: no clipping).
+
+    Returns
+    -------
+    out : Tensor (N, P), float32
+        The projected state of every valid slot, packed as ``gates``.
+    h, c : Tensor (B, P) and (B, C), float32
+        ``h0`` and ``c0`` holding each row's state at its last step.
     """
     out = torch.empty(gates.size(0), w_p.size(1), dtype=h0.dtype, device=h0.device)
     h, c = h0, c0
@@ -282,7 +358,20 @@ def run_directions(
     args: list[list[Tensor]], batch_sizes: list[int], cell_clip: float, proj_clip: float
 ) -> list[tuple[Tensor, Tensor, Tensor]]:
     """``packed_recurrence`` for the forward and backward direction (``args``: gates, w_h, w_p, h, c each),
-    in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other."""
+    in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other.
+
+    Parameters
+    ----------
+    args : list (2,) of [gates (N, 4 * C), w_h (P, 4 * C), w_p (C, P), h (B, P), c (B, C)]
+        The forward then the backward direction's arguments of :func:`packed_recurrence` (both packed
+        with the same ``batch_sizes``; ``gates``, ``h``, ``c`` are overwritten).
+    batch_sizes, cell_clip, proj_clip : as in :func:`packed_recurrence`.
+
+    Returns
+    -------
+    list (2,) of (out (N, P), h (B, P), c (B, C))
+        :func:`packed_recurrence`'s result per direction, forward first.
+    """
     if torch.get_num_threads() > 1:
         return _parallel_directions(args[0], args[1], batch_sizes, cell_clip, proj_clip)
     return [packed_recurrence(a[0], a[1], a[2], a[3], a[4], batch_sizes, cell_clip, proj_clip) for a in args]
@@ -362,7 +451,20 @@ def fast_fp32_matmuls() -> contextlib.AbstractContextManager:
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
-    """Reverse each row of ``x`` ``(B, T, ...)`` within its length; padding stays at the end."""
+    """Reverse each row of ``x`` ``(B, T, ...)`` within its length; padding stays at the end.
+
+    Parameters
+    ----------
+    x : Tensor (B, T, ...)
+        Batch-major sequences, valid steps first.
+    lengths : Tensor (B,) of int64
+        Valid steps per row.
+
+    Returns
+    -------
+    Tensor (B, T, ...)
+        ``x`` with steps ``0 .. lengths[i] - 1`` of row i reversed, in ``x``'s dtype.
+    """
     b, t = x.shape[:2]
     steps = torch.arange(t, device=x.device).expand(b, t)
     idx = torch.where(steps < lengths.unsqueeze(1), lengths.unsqueeze(1) - 1 - steps, steps)
@@ -386,7 +488,18 @@ class BiLM(nn.Module):
         self.casts.clear()
 
     def token_embeddings(self, char_ids: Tensor) -> Tensor:
-        """``(B, T, C)`` ids -> ``(B, T, P)``, running the char CNN once per distinct token."""
+        """``(B, T, C)`` ids -> ``(B, T, P)``, running the char CNN once per distinct token.
+
+        Parameters
+        ----------
+        char_ids : Tensor (B, T, C) of int64
+            Shifted character ids (:func:`probing.elmo.chars.batch_char_ids`), C = ``max_characters_per_token``.
+
+        Returns
+        -------
+        Tensor (B, T, P), float32 outside autocast
+            P = ``projection_dim``. Padding slots (all ids 0) are not zeroed here (``forward`` masks them).
+        """
         b, t, n = char_ids.shape
         flat = char_ids.reshape(b * t, n)
         uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
@@ -404,7 +517,29 @@ class BiLM(nn.Module):
         and the final state of both directions. ``dtype`` is the operand type of the biLSTM matmuls
         without gradients (bfloat16: fast, approximate); the char CNN and every gradient run in float32.
         ``edits`` (see :data:`Edits`) intervene on a layer's output per direction, e.g. erase a concept
-        from layer 1 so that layer 2 computes from the erased input; without it nothing changes."""
+        from layer 1 so that layer 2 computes from the erased input; without it nothing changes.
+
+        Parameters
+        ----------
+        char_ids : Tensor (B, T, n_chars) of int64
+            Shifted character ids of ``<S> w1 .. wn </S>`` per row (:func:`probing.elmo.chars.batch_char_ids`),
+            all 0 at padding slots; n_chars = ``max_characters_per_token``.
+        state : (forward, backward) State, optional
+            Initial state per direction: a list (n_layers,) of (h (B, P), c (B, lstm_dim)); None: zeros.
+        dropout, dtype, edits : dropout on each LSTM layer's input, the matmul operand dtype, the edits.
+
+        Returns
+        -------
+        tokens : Tensor (B, T, P)
+            Token embeddings, zero at padding (P = ``projection_dim``); float32 (whatever ``dtype``) outside autocast.
+        forward, backward : list (n_layers,) of Tensor (B, T, P)
+            Each biLSTM layer's output per direction, aligned with the input steps, zero at padding; as ``tokens``.
+        mask : Tensor (B, T) of bool
+            True at the slots that hold a token (boundaries included).
+        final : (forward, backward) State
+            Per direction, per layer, ``(h (B, P), c (B, lstm_dim))`` after each row's last step in that
+            direction (the backward direction ends at ``<S>``), rows in batch order.
+        """
         if edits:
             bad = [k for k in edits if not 1 <= k <= self.opts.n_layers]
             if bad:
@@ -492,11 +627,27 @@ class ScalarMix(nn.Module):
 
     @property
     def weights(self) -> Tensor:
-        """The normalised layer weights softmax(s)."""
+        """The normalised layer weights softmax(s), float32 ``(n_layers,)``.
+
+        Returns
+        -------
+        Tensor (n_layers,), float32
+        """
         return torch.softmax(self.scalars, dim=0)
 
     def forward(self, layers: Tensor | list[Tensor]) -> Tensor:
-        """``layers``: a tensor ``(n_layers, ...)`` or a list of equally shaped tensors."""
+        """``layers``: a tensor ``(n_layers, ...)`` or a list of equally shaped tensors.
+
+        Parameters
+        ----------
+        layers : Tensor (n_layers, ...) or list (n_layers,) of Tensor (...)
+            The layers to mix, e.g. ``(n_layers, B, T, dim)``.
+
+        Returns
+        -------
+        Tensor (...)
+            ``gamma * sum_j softmax(s)_j * layers[j]``, at least float32.
+        """
         stacked = torch.stack(list(layers)) if isinstance(layers, (list, tuple)) else layers
         if stacked.size(0) != self.scalars.numel():
             raise InputError(f"ScalarMix expects {self.scalars.numel()} layers, got {stacked.size(0)}")

@@ -148,7 +148,22 @@ def build_vocab(paths: Sequence[str | Path], size: int, min_count: int) -> list[
 
 
 def batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """Sentence indices grouped into length-sorted batches of about ``batch_tokens``; order fixed by seed+epoch."""
+    """Sentence indices grouped into length-sorted batches of about ``batch_tokens``; order fixed by seed+epoch.
+
+    Parameters
+    ----------
+    lengths : ndarray (n_sentences,) of int
+        Tokens per sentence, without ``<S>``/``</S>``.
+    batch_tokens : int
+        Cap on a batch's padded size, ``len(batch) * (longest + 2)``; a sentence longer than it is a batch alone.
+    seed, epoch : seed the shuffle (the same pair gives the same batches).
+
+    Returns
+    -------
+    list of ndarray (b_i,) of int64
+        Indices into ``lengths``, each sentence in exactly one batch, shortest first within a batch;
+        the batches in random order.
+    """
     rng = np.random.default_rng([seed, epoch])
     perm = rng.permutation(len(lengths))
     out = []
@@ -190,6 +205,21 @@ class BiLMTrainer(nn.Module):
         """Mean loss, and summed forward and backward negative log-likelihoods (nats).
 
         ``targets`` ``(B, T)`` holds the LM ids of ``<S> w1 .. wn </S>`` (-1 at padding).
+
+        Parameters
+        ----------
+        char_ids : Tensor (B, T, n_chars) of int64
+            Shifted character ids of ``<S> w1 .. wn </S>`` per row, 0 at padding (:meth:`Pretrainer.make_batch`).
+        targets : Tensor (B, T) of int64
+            Vocabulary id of each slot's word, -1 at padding.
+
+        Returns
+        -------
+        loss : Tensor (), float32
+            ``(forward_nll + backward_nll) / (2 n)``, n = predictions per direction: ``n_words + 1`` summed
+            over the rows.
+        forward_nll, backward_nll : Tensor (), float32
+            Summed over the batch, detached.
         """
         _, fw, bw, mask, _ = self.bilm(char_ids, dropout=self.dropout)
         top_f = nn.functional.dropout(fw[-1], self.dropout, self.training)
@@ -322,7 +352,24 @@ class Pretrainer:
             torch.set_num_threads(threads)
 
     def make_batch(self, sentence_ids: Sequence[int] | np.ndarray, corpus: Corpus) -> tuple[Tensor, Tensor]:
-        """Character ids ``(B, T, C)`` and LM targets ``(B, T)`` for ``<S> w1 .. wn </S>``."""
+        """Character ids ``(B, T, C)`` and LM targets ``(B, T)`` for ``<S> w1 .. wn </S>``.
+
+        Both are put on the trainer's device.
+
+        Parameters
+        ----------
+        sentence_ids : sequence or ndarray (B,) of int
+            Indices into ``corpus.sentences``.
+        corpus : Corpus
+            The sentences, as type ids.
+
+        Returns
+        -------
+        char_ids : Tensor (B, T, C) of int64
+            T = longest sentence + 2, C = ``max_characters_per_token``; 0 at padding slots.
+        targets : Tensor (B, T) of int64
+            Vocabulary id of each slot's word (``<UNK>``'s outside the vocabulary), -1 at padding.
+        """
         longest = max(len(corpus.sentences[i]) for i in sentence_ids) + 2
         type_ids = torch.full((len(sentence_ids), longest), -1, dtype=torch.long)
         for row, i in enumerate(sentence_ids):

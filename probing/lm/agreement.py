@@ -174,7 +174,22 @@ def agreement_probe(
 
 def context_vectors(items: pd.DataFrame, model: Elmo) -> dict[str, np.ndarray]:
     """Per layer name (``0``, ``1f``, ``1b``, ...): the vectors ``(n_items, dim // 2)`` of the word before each
-    item's verb (layer 0 is context-free, its first copy)."""
+    item's verb (layer 0 is context-free, its first copy).
+
+    Parameters
+    ----------
+    items : DataFrame (n_items rows)
+        Columns ``good`` (the sentence, tokens joined by single spaces) and ``verb_position`` (the verb's
+        0-based token index, at least 1).
+    model : Elmo
+        The model embedding the sentences (each distinct one once).
+
+    Returns
+    -------
+    dict of str to ndarray (n_items, dim // 2), float32
+        dim = ``model.output_dim``; ``"0"`` is the token layer's first half, ``"<k>f"`` / ``"<k>b"`` the
+        forward / backward half of biLSTM layer k.
+    """
     from probing.layers import direction_names
 
     half = model.output_dim // 2

@@ -47,13 +47,39 @@ class LmHead:
         raise NotImplementedError
 
     def ids(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Target ids ``(n,)`` of ``words`` (``<UNK>`` for a word outside the vocabulary) and ``in_vocab`` ``(n,)``."""
+        """Target ids ``(n,)`` of ``words`` (``<UNK>`` for a word outside the vocabulary) and ``in_vocab`` ``(n,)``.
+
+        Parameters
+        ----------
+        words : sequence (n,) of str
+
+        Returns
+        -------
+        ids : ndarray (n,) of int64
+            Vocabulary rows, ``<UNK>``'s where the word is outside the vocabulary.
+        in_vocab : ndarray (n,) of bool
+            True where the word is in the vocabulary.
+        """
         found = [self.index.get(w) for w in words]
         in_vocab = np.array([i is not None for i in found], dtype=bool)
         return np.array([self.unk if i is None else i for i in found], dtype=np.int64), in_vocab
 
     def log_probs(self, hidden: Tensor, targets: Tensor) -> Tensor:
-        """Natural-log probability ``(N,)`` of each target id given its hidden vector (float32)."""
+        """Natural-log probability ``(N,)`` of each target id given its hidden vector (float32).
+
+        Parameters
+        ----------
+        hidden : Tensor (N, d)
+            One direction half of the top layer per prediction, d = :attr:`dim`; any float dtype
+            (computed in float32).
+        targets : Tensor (N,) of int64
+            Vocabulary ids to score, on ``hidden``'s device.
+
+        Returns
+        -------
+        Tensor (N,), float32
+            ``log p(targets[i] | hidden[i])``, on ``hidden``'s device.
+        """
         raise NotImplementedError
 
     def _check_dim(self, hidden: Tensor) -> None:
@@ -103,6 +129,20 @@ class SoftmaxHead(LmHead):
         return int(self.weight.size(1))
 
     def log_probs(self, hidden: Tensor, targets: Tensor) -> Tensor:
+        """:meth:`LmHead.log_probs` by a full softmax, in chunks of about 2**24 logits.
+
+        Parameters
+        ----------
+        hidden : Tensor (N, d)
+            d = :attr:`dim`; any float dtype (computed in float32).
+        targets : Tensor (N,) of int64
+            Vocabulary ids, on ``hidden``'s device.
+
+        Returns
+        -------
+        Tensor (N,), float32
+            ``log_softmax(hidden @ W.T + b)[i, targets[i]]``.
+        """
         self._check_dim(hidden)
         weight, bias = self.weight.to(hidden.device), self.bias.to(hidden.device)
         hidden = hidden.float()
@@ -129,6 +169,20 @@ class AdaptiveHead(LmHead):
         return int(self.module.in_features)
 
     def log_probs(self, hidden: Tensor, targets: Tensor) -> Tensor:
+        """:meth:`LmHead.log_probs` by the adaptive softmax (without autograd).
+
+        Parameters
+        ----------
+        hidden : Tensor (N, d)
+            d = :attr:`dim`; any float dtype (computed in float32).
+        targets : Tensor (N,) of int64
+            Vocabulary ids, on ``hidden``'s device.
+
+        Returns
+        -------
+        Tensor (N,), float32
+            The log-probability of each target (head cluster, then its tail cluster when it is a rare word).
+        """
         self._check_dim(hidden)
         if hidden.size(0) == 0:
             return hidden.new_zeros(0)

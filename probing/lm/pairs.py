@@ -187,7 +187,21 @@ def aggregate(
 ) -> dict[tuple[str, str], np.ndarray]:
     """The authors' aggregation of per-paradigm values (each an array: a point value or bootstrap replicates):
     ``(level, name) -> value`` for every paradigm, every phenomenon (mean over its paradigms) and ``overall``
-    (mean over all paradigms)."""
+    (mean over all paradigms).
+
+    Parameters
+    ----------
+    per_group : mapping of paradigm to ndarray (r,)
+        The same r for every paradigm: 1 for a point value, ``n_boot`` for bootstrap replicates.
+    phenomenon : mapping of paradigm to str or None
+        Its phenomenon; a paradigm mapped to None (or absent) counts only in ``overall``.
+
+    Returns
+    -------
+    dict of (level, name) to ndarray (r,), float64
+        ``level`` is ``"paradigm"``, ``"phenomenon"`` or ``"overall"`` (name ``"overall"``); each entry is
+        an element-wise mean, so replicate j of a phenomenon is the mean of its paradigms' replicate j.
+    """
     out: dict[tuple[str, str], np.ndarray] = {
         ("paradigm", g): np.asarray(v, dtype=np.float64) for g, v in per_group.items()
     }
