@@ -313,7 +313,7 @@ def fit_eraser_on_store(
         A token-table column name, or one label per store row (compared as str).
     method, rank, random_state : the :class:`Eraser`'s.
     rows : ndarray (m,) of int, optional
-        Store rows to fit on (indices, not a boolean mask); None: every row.
+        Store rows to fit on, or a boolean mask ``(n_tokens,)`` as :meth:`Store.layer` takes; None: every row.
     **params : the :class:`Eraser`'s other options (``max_iter``, ``tol``, ``C`` for INLP).
 
     Returns
@@ -331,7 +331,14 @@ def fit_eraser_on_store(
         values = np.asarray(labels, dtype=object)
         if values.shape != (len(store),):
             raise InputError(f"labels: {values.shape[0]} values for a store of {len(store)} tokens ({store.path})")
-    idx = np.arange(len(store)) if rows is None else np.asarray(rows, dtype=np.int64)
+    idx = np.arange(len(store)) if rows is None else np.asarray(rows)
+    if idx.dtype == bool:
+        if idx.shape != (len(store),):
+            raise InputError(
+                f"rows: a boolean mask of shape {idx.shape} for a store of {len(store)} tokens ({store.path})"
+            )
+        idx = np.flatnonzero(idx)
+    idx = idx.astype(np.int64, copy=False)
     idx = idx[np.array([v is not None and v != "" for v in values[idx]], dtype=bool)]
     if not idx.size:
         raise InputError(f"{store.path}: no token has a label in {labels if isinstance(labels, str) else 'labels'}")

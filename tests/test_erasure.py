@@ -205,6 +205,15 @@ def test_fit_on_a_store_half_and_column():
         fit_eraser_on_store(store, "1", "xpos")
     with pytest.raises(InputError, match="2000 tokens"):
         fit_eraser_on_store(store, "1", ["a", "b"])
+    # rows as a boolean mask select the same tokens as their indices (a mask once became the rows 0 and 1)
+    first = np.arange(2000) < 1000
+    by_mask = fit_eraser_on_store(store, "1", "upos", rows=first)
+    np.testing.assert_allclose(by_mask.projection_, fit_eraser(X[:1000], labels[:1000]).projection_)
+    np.testing.assert_array_equal(
+        by_mask.projection_, fit_eraser_on_store(store, "1", "upos", rows=np.arange(1000)).projection_
+    )
+    with pytest.raises(InputError, match=r"boolean mask of shape \(3,\) for a store of 2000 tokens"):
+        fit_eraser_on_store(store, "1", "upos", rows=np.ones(3, dtype=bool))
 
 
 @parametrize_with_checks([Eraser("leace"), Eraser("random", rank=1)])

@@ -29,6 +29,7 @@ from test_store_fakes import (
     reference_layers,
 )
 
+from probing.errors import InputError
 from probing.store import (
     Store,
     StoreCorruptError,
@@ -494,6 +495,9 @@ def test_reader_api_views_gathers_filters_and_sentences(tmp_path):
     np.testing.assert_array_equal(store.rows(sense_annotated=False), np.flatnonzero(want["sense"] == ""))
     np.testing.assert_array_equal(store.rows(oov=True), np.flatnonzero(want["oov"]))
     assert store.rows(upos="NOUN").dtype == np.int64 and store.rows(word="no-such-word").size == 0
+    # a filter is a value or a collection of values: True is neither (it used to fail deep in list(True))
+    with pytest.raises(InputError, match=r"Store.rows: upos= takes a string or a collection of strings, got True"):
+        store.rows(upos=True)  # type: ignore[arg-type]
 
     s3 = store.sentence(3)
     assert s3["word"].tolist() == corpus._sentences[3].words

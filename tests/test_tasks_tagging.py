@@ -31,6 +31,7 @@ from probing.tasks import (
     wsd_baselines,
 )
 from probing.tasks.common import DEV_EVERY, holdout_dev
+from probing.tasks.labels import items
 from probing.wordnet import inventory
 
 TAGS = ["NOUN", "NOUN", "VERB", "ADJ", "DET"]  # word i has tag TAGS[i % 5]: NOUN is the majority (40 %)
@@ -216,6 +217,12 @@ def test_without_dev_every_tenth_training_sentence_is_held_out(pos_parts):
     rows = np.arange(len(p["train"].store))
     train, dev = holdout_dev(p["train"].store, rows)
     assert len(dev) == dev_tokens and not set(train) & set(dev)
+    # the training and dev items are taken by store row: a row that is no item of the part is refused
+    # (searchsorted alone would hand it the next item's label)
+    labelled = items(p["train"], column_labels("upos"), "upos")
+    assert labelled.take(labelled.rows[[2, 0]]).y.tolist() == labelled.y[[2, 0]].tolist()
+    with pytest.raises(TaskError, match=f"store row {len(p['train'].store)} is not one of these items' rows"):
+        labelled.take(np.array([labelled.rows[0], len(p["train"].store)]))
 
 
 def test_adam_probes_are_fit_once_per_seed(pos_parts):

@@ -120,6 +120,9 @@ def test_a_constant_vector_scores_exactly_chance():
     assert chance_agreement(labels) == pytest.approx(0.4)
     with pytest.raises(ValueError, match="row 1 is zero"):
         nn_correct(np.array([[1.0, 0], [0, 0]]), ["A", "B"])
+    # one row has no neighbour: refused, not scored 1.0 against itself
+    with pytest.raises(ValueError, match="at least 2 rows, got 1"):
+        nn_correct(np.ones((1, 3)), ["A"])
 
 
 def test_too_few_annotated_occurrences_give_nan_not_a_number():

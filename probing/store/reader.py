@@ -6,11 +6,12 @@ import os
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from probing._io import sha256_file
+from probing.errors import InputError
 from probing.layers import resolve
 from probing.store.format import (
     DTYPE,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch
 
-_Match = str | bool | Collection[str] | None
+_Match = str | Collection[str] | None
 
 SAMPLE_BYTES = 32 << 20
 """Layer bytes re-hashed by the sampled check of a cache hit (benchmarks/bench_integrity.py measures it)."""
@@ -299,7 +300,9 @@ class Store:
         ):
             if want is None:
                 continue
-            values = [want] if isinstance(want, str) else list(cast(Collection[str], want))
+            if not isinstance(want, (str, Collection)):
+                raise InputError(f"Store.rows: {column}= takes a string or a collection of strings, got {want!r}")
+            values = [want] if isinstance(want, str) else list(want)
             if column == "lemma":
                 mask &= t[column].astype(str).str.lower().isin([str(v).lower() for v in values]).to_numpy()
             else:

@@ -231,14 +231,19 @@ class Items:
         Parameters
         ----------
         rows : ndarray (m,) of int
-            Store rows, each one of ``self.rows`` (sorted, as :func:`items` makes them); this is not checked.
+            Store rows, each one of ``self.rows``; another row is a TaskError.
 
         Returns
         -------
         Items
             Of ``rows``, in their order: ``y``, ``words``, ``groups`` and ``oov`` each (m,).
         """
+        rows = np.asarray(rows, dtype=np.int64)
         pos = np.searchsorted(self.rows, rows)
+        found = pos < len(self.rows)
+        found[found] = self.rows[pos[found]] == rows[found]
+        if not found.all():
+            raise TaskError(f"store row {int(rows[~found][0])} is not one of these items' rows")
         return Items(self.store, rows, self.y[pos], self.words[pos], self.groups[pos], self.oov[pos])
 
 

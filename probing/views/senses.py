@@ -131,7 +131,7 @@ def nn_correct(x: np.ndarray, labels: Sequence[str] | np.ndarray, *, tie_tol: fl
     rows tie for the best cosine (within ``tie_tol``; identical vectors always tie), the score is the
     share of the tied rows with i's label: the expected accuracy of a random tie-break. So a layer
     that gives every occurrence the same vector scores exactly :func:`chance_agreement`. Rows with a
-    zero vector have no cosine: ValueError.
+    zero vector have no cosine, and a single row has no other row: InputError (a ValueError).
 
     Parameters
     ----------
@@ -144,13 +144,14 @@ def nn_correct(x: np.ndarray, labels: Sequence[str] | np.ndarray, *, tie_tol: fl
     Returns
     -------
     ndarray (n,), float64
-        Row i's share of tied nearest rows with its label. Needs ``n >= 2``: a single row ties with itself and
-        scores 1.0.
+        Row i's share of tied nearest rows with its label.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(labels, dtype=str)
     if x.ndim != 2 or len(x) != len(y):
         raise InputError(f"x must be (n, dim) with one label per row; got x {x.shape} and {len(y)} labels")
+    if len(x) < 2:
+        raise InputError(f"nearest neighbours need at least 2 rows, got {len(x)}")
     norms = np.linalg.norm(x, axis=1)
     if np.any(norms == 0) or not np.all(np.isfinite(norms)):
         raise InputError(f"row {int(np.argmin((norms > 0) & np.isfinite(norms)))} is zero or not finite: no cosine")
