@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from probing.errors import InputError
+from probing.identity import code_identity, digest
 from probing.layers import resolve
 from probing.protocols import StoreLike
 
@@ -42,6 +43,8 @@ METHODS = ("leace", "inlp", "random")
 CHUNK_ROWS = 8192
 _DEV_SHARE = 5  # INLP checks each probe on every 5th row of a random permutation
 _SVD_TOL = 1e-9
+ERASURE_VERSION = 1
+"""Bump when an erased layer changes for a reason the code of this module does not show."""
 """LEACE keeps every direction of the whitened cross-covariance above this. The package's default, 0.01,
 drops a class with proportion p below about p = 1e-4 even when it is perfectly separable (its singular value
 is at most sqrt(p (1 - p))): with it, UPOS on the demo UD dev split in the 16-wide halves of the AllenNLP
@@ -415,10 +418,16 @@ class ErasedStore:
 
     @property
     def key(self) -> str:
-        h = hashlib.sha256(f"{self.base.key}:{self.intervention}".encode())
-        for name in sorted(self.erasers):
-            h.update(f"{name}:{self.erasers[name].fingerprint}".encode())
-        return h.hexdigest()
+        """The job-cache name of what is read through this view: the base store's key, the intervention, each
+        eraser's fingerprint and the code identity of :mod:`probing.erasure`, which applies them."""
+        return digest(
+            {
+                "store": self.base.key,
+                "intervention": self.intervention,
+                "erasers": {name: eraser.fingerprint for name, eraser in self.erasers.items()},
+                "code": code_identity(ERASURE_VERSION, [__name__]),
+            }
+        )
 
     @property
     def layer_names(self) -> list[str]:

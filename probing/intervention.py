@@ -16,7 +16,6 @@ minimal-pair accuracy), beside the unedited model and against the same-rank rand
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ import numpy as np
 from probing.encoders import ElmoEncoder, RandomElmoEncoder
 from probing.erasure import Eraser, fit_eraser_on_store
 from probing.errors import InputError
+from probing.identity import code_identity, digest
 from probing.protocols import CorpusLike, StoreLike
 
 if TYPE_CHECKING:
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from probing.elmo import Elmo
     from probing.elmo.model import Edits
     from probing.lm.head import LmHead
+
+INTERVENTION_VERSION = 1
+"""Bump when an intervened encoder's output changes for a reason the code of this module does not show."""
 
 
 class _Intervention:
@@ -98,10 +101,16 @@ class IntervenedElmoEncoder(_Intervention):
 
     @property
     def fingerprint(self) -> str:
-        h = hashlib.sha256(f"intervene:{self.base.fingerprint}:{self.layer}".encode())
-        for eraser in self.erasers:
-            h.update(eraser.fingerprint.encode())
-        return h.hexdigest()
+        """The base encoder's fingerprint, the layer, both erasers' fingerprints and the code identity of
+        :mod:`probing.intervention` and :mod:`probing.erasure`, which put the erasers into the biLM."""
+        return digest(
+            {
+                "intervene": self.base.fingerprint,
+                "layer": self.layer,
+                "erasers": [eraser.fingerprint for eraser in self.erasers],
+                "code": code_identity(INTERVENTION_VERSION, [__name__, "probing.erasure"]),
+            }
+        )
 
     @property
     def edits(self) -> Edits:

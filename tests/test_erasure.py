@@ -263,6 +263,22 @@ def test_erased_store_reads_every_layer_through_its_eraser():
     assert view.tokens is store.tokens
 
 
+def test_an_erased_views_key_names_the_code_that_erases(monkeypatch):
+    """The job cache keys an erase run by its view's key: the same store and erasers give the same key, and a
+    change to probing.erasure's code identity (its version here; its statements likewise, through the same
+    ``code_identity``) gives another, so a cached erase run is not served to changed erasing code."""
+    import probing.erasure
+    from probing.erasure import ErasedStore, fit_layer_erasers
+
+    X, y = mixture(300, d=8)
+    store = TinyStore(X, [f"t{c}" for c in y])
+    erasers = fit_layer_erasers(store, "upos")
+    key = ErasedStore(store, erasers, "erase:upos:leace").key
+    assert ErasedStore(store, fit_layer_erasers(store, "upos"), "erase:upos:leace").key == key
+    monkeypatch.setattr(probing.erasure, "ERASURE_VERSION", probing.erasure.ERASURE_VERSION + 1)
+    assert ErasedStore(store, erasers, "erase:upos:leace").key != key
+
+
 def test_figures_aggregate_the_unedited_rows_only():
     """Erase rows share every key but ``intervention`` with the task's own rows; the figures' aggregate keeps
     the unedited ones (it would otherwise refuse them as duplicates)."""

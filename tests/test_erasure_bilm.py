@@ -160,6 +160,17 @@ def test_intervened_encoder_recomputes_layer_2_from_the_erased_layer_1(elmo, era
     assert enc.fingerprint != IntervenedElmoEncoder(base, 1, erasers[1], erasers[0]).fingerprint
 
 
+def test_an_intervened_encoders_fingerprint_names_the_code_that_intervenes(erasers, base, monkeypatch):
+    """The fingerprint names the intervened stores: another version of probing.intervention's code identity
+    gives another fingerprint (so its stores are not served to changed intervening code)."""
+    import probing.intervention
+    from probing.intervention import IntervenedElmoEncoder
+
+    before = IntervenedElmoEncoder(base, 1, *erasers).fingerprint
+    monkeypatch.setattr(probing.intervention, "INTERVENTION_VERSION", probing.intervention.INTERVENTION_VERSION + 1)
+    assert IntervenedElmoEncoder(base, 1, *erasers).fingerprint != before
+
+
 def test_intervened_encoder_rejects_bad_layers_and_widths(erasers, base):
     from probing.intervention import IntervenedElmoEncoder
 
