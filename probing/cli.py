@@ -231,6 +231,7 @@ def _extract(args: argparse.Namespace) -> int:
         device=args.device,
         ray=args.ray,
         shards=args.shards,
+        chunk_tokens=args.chunk_tokens,
     )
     corpus = store.manifest.get("corpus", {})
     print(f"store: {store.path}")
@@ -563,6 +564,8 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from probing.store.format import CHUNK_TOKENS
+
     parser = argparse.ArgumentParser(
         prog="probing",
         description="Look inside ELMo, layer by layer.",
@@ -672,6 +675,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shards", type=_integer(1, 100_000), default=1, metavar="N", help="with --ray: Ray tasks (default 1)"
+    )
+    p.add_argument(
+        "--chunk-tokens",
+        type=_integer(1, 10**9),
+        default=CHUNK_TOKENS,
+        metavar="N",
+        help=f"tokens encoded and written per chunk; shards are whole chunks (default {CHUNK_TOKENS})",
     )
 
     p = sub.add_parser(

@@ -48,22 +48,24 @@ def test_shards_without_ray_are_refused_before_any_work(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "lengths, asked, expected",
+    "lengths, asked, chunk_tokens, expected",
     [
-        ([5] * 10, 4, 4),  # enough balanced sentences: as asked
-        ([5] * 3, 8, 3),  # three sentences: at most three shards
-        ([1, 10, 1], 3, 2),  # 3 shards leave shard 1 empty (the long sentence starts in shard 0); 2 do not
-        ([0, 0, 7, 0], 4, 1),  # one non-empty sentence: one shard
-        ([3, 0, 3], 2, 2),  # an empty sentence does not count as a shard's token
+        ([5] * 10, 4, 1, 4),  # enough balanced sentences (one per chunk): as asked
+        ([5] * 3, 8, 1, 3),  # three sentences: at most three shards
+        ([1, 10, 1], 3, 1, 2),  # 3 shards leave shard 1 empty (the long sentence starts in shard 0); 2 do not
+        ([0, 0, 7, 0], 4, 1, 1),  # one non-empty sentence: one shard
+        ([3, 0, 3], 2, 1, 2),  # an empty sentence does not count as a shard's token
+        ([5] * 10, 4, 20, 3),  # chunks of 4, 4 and 2 sentences: shards never split one, so at most 3
+        ([5] * 10, 4, 100, 1),  # the whole corpus is one chunk: one shard
     ],
 )
-def test_shard_count_gives_every_shard_a_token(lengths, asked, expected):
-    """The largest count <= asked for which every shard_range shard holds a token (worked out by hand above),
-    checked against shard_range itself."""
+def test_shard_count_gives_every_shard_a_token(lengths, asked, chunk_tokens, expected):
+    """The largest count <= asked for which every shard_range shard (whole chunks) holds a token (worked out
+    by hand above), checked against shard_range itself."""
     lengths = np.array(lengths)
-    m = shard_count(lengths, asked)
+    m = shard_count(lengths, asked, chunk_tokens)
     assert m == expected
-    assert all(lengths[slice(*shard_range(lengths, i, m))].sum() > 0 for i in range(m))
+    assert all(lengths[slice(*shard_range(lengths, i, m, chunk_tokens))].sum() > 0 for i in range(m))
 
 
 def test_a_ray_worker_whose_wordnet_differs_from_the_drivers_refuses_the_job():

@@ -29,7 +29,10 @@ def test_store_keys_are_the_canonical_digest_of_their_parts():
 
     parts = {"encoder": "e", "corpus": "c", "format": FORMAT_VERSION, "dtype": DTYPE.name}
     assert store_key("e", "c") == digest(parts)
-    assert store_key("e", "c", shard=(1, 4)) == digest({**parts, "shard": [1, 4]})
+    # a shard is cut on chunk boundaries, so its key names the chunk size as well
+    assert store_key("e", "c", shard=(1, 4), chunk_tokens=512) == digest(
+        {**parts, "shard": [1, 4], "shard_chunks": 512}
+    )
 
 
 CODE = '''

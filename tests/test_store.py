@@ -174,10 +174,14 @@ def test_plan_batches_and_shard_ranges_on_known_inputs():
     # {1,2} (3*3 > 8 stops it), {3,4} (2*4 = 8), {5}, {6}; the 0-length sentence #6 is skipped
     assert list(length_batches([3, 4, 2, 6, 1, 5, 0], 8)) == [[4, 2], [0, 1], [5], [3]]
     assert list(length_batches([10], 4)) == [[0]]  # longer than batch_tokens: alone
-    # 4 sentences of 5 tokens into 2 shards: first rows 0,5,10,15 of 20 -> owners 0,0,1,1
-    assert [shard_range(np.array([5, 5, 5, 5]), i, 2) for i in range(2)] == [(0, 2), (2, 4)]
+    # chunks of one sentence (chunk_tokens=1): 4 sentences of 5 tokens into 2 shards: first rows 0,5,10,15 of
+    # 20 -> owners 0,0,1,1
+    assert [shard_range(np.array([5, 5, 5, 5]), i, 2, 1) for i in range(2)] == [(0, 2), (2, 4)]
     # first rows 0,10,11,12 of 13 tokens, 3 shards: owners 0,2,2,2 -> shard 1 is empty
-    assert [shard_range(np.array([10, 1, 1, 1]), i, 3) for i in range(3)] == [(0, 1), (1, 1), (1, 4)]
+    assert [shard_range(np.array([10, 1, 1, 1]), i, 3, 1) for i in range(3)] == [(0, 1), (1, 1), (1, 4)]
+    # chunks of 10 tokens are [0, 2) and [2, 4) (first rows 0 and 10 of 20): 3 shards give owners 0 and
+    # 10 * 3 // 20 = 1, so shard 2 is empty rather than a chunk split (per sentence it would be 0,0,1,2)
+    assert [shard_range(np.array([5, 5, 5, 5]), i, 3, 10) for i in range(3)] == [(0, 2), (2, 4), (4, 4)]
 
 
 def test_a_chunk_of_only_empty_sentences_is_stored_and_verified(tmp_path):
@@ -246,7 +250,8 @@ def test_key_changes_with_corpus_or_encoder_content(tmp_path):
     other_corpus = extract(FakeEncoder(), edited, cache_dir=tmp_path, **KW)
     assert len({base, other_enc, other_corpus.path}) == 3, "a changed encoder or corpus must not hit the old store"
     assert other_corpus.tokens["word"].tolist().count("zebra") + other_corpus.tokens["word"].tolist().count("yak") >= 1
-    assert store_key("a", "b") != store_key("a", "b", shard=(0, 2)) != store_key("a", "b", shard=(1, 2))
+    keys = {store_key("a", "b"), *(store_key("a", "b", shard=(i, 2), chunk_tokens=c) for i in (0, 1) for c in (8, 9))}
+    assert len(keys) == 5, "the unsharded store and each shard under each chunk size are different stores"
 
 
 # -- resume and corruption ------------------------------------------------------------------------------------
@@ -430,7 +435,11 @@ def test_shards_merge_into_exactly_the_unsharded_store(tmp_path):
     assert ranges[0][0] == 0 and ranges[-1][1] == len(corpus._sentences)
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), f"shards not contiguous: {ranges}"
     n_tokens = sum(len(s) for s in shards)
-    assert all(abs(len(s) - n_tokens / 3) <= 12 for s in shards), "shards should be balanced by tokens"
+    # shards are whole chunks (each closes at >= chunk_tokens tokens, so holds fewer than chunk_tokens plus
+    # one sentence): balanced by tokens to within a chunk
+    chunk = KW["chunk_tokens"] + max(len(s.words) for s in corpus._sentences)
+    assert all(abs(len(s) - n_tokens / 3) < chunk for s in shards), "shards should be balanced by tokens"
+    assert all(len(s) > 0 for s in shards)
     merged = merge(shards[::-1], progress=False)  # order of the argument does not matter
     whole = extract(FakeEncoder(), corpus, cache_dir=tmp_path / "single", **KW)
     assert merged.path.name == whole.path.name == merged.key

@@ -9,6 +9,7 @@ from typing import Any
 
 from probing.encoders import get_encoder
 from probing.errors import InputError
+from probing.store.format import CHUNK_TOKENS
 from probing.store.reader import Store
 
 LOCAL_RAY = "local"  # ``--ray`` without an address: a Ray started for this run on this machine
@@ -53,6 +54,7 @@ def extract_activations(
     device: str | None = None,
     ray: str | None = None,
     shards: int = 1,
+    chunk_tokens: int = CHUNK_TOKENS,
 ) -> Store:
     """``probing extract``: the store of ``model`` (see :func:`probing.encoders.get_encoder`) on dataset
     ``corpus``/``split`` (optionally read from ``path``), extracted once and cached; ``verify`` re-parses the
@@ -62,7 +64,9 @@ def extract_activations(
     ``ray`` (a Ray address, or ``"local"``) extracts ``shards`` contiguous shards as Ray tasks
     (:func:`probing.store.extract_ray`; fewer when the corpus is too small for that many) and merges them
     into the store a single process would write (same key; values within one fp16 rounding, see DESIGN.md).
-    On a cluster, ``cache_dir`` must be a filesystem every node mounts at the same path.
+    On a cluster, ``cache_dir`` must be a filesystem every node mounts at the same path. ``chunk_tokens`` is
+    the extraction's unit of work and memory (:func:`probing.store.extract`); shards are whole chunks, so a
+    corpus under ``chunk_tokens`` tokens is extracted as one shard.
 
     Examples
     --------
@@ -82,7 +86,7 @@ def extract_activations(
             raise InputError("shards > 1 needs ray= (probing extract --ray [ADDRESS] --shards N)")
         encoder = get_encoder(model, seed=seed, device=device)
         data = load_corpus(corpus, split, path, max_sentences)
-        return extract(encoder, data, cache_dir=cache_dir, progress=progress, verify=verify)
+        return extract(encoder, data, cache_dir=cache_dir, progress=progress, verify=verify, chunk_tokens=chunk_tokens)
     from probing.store.distributed import extract_ray
 
     init_ray(ray)
@@ -91,6 +95,7 @@ def extract_activations(
         functools.partial(load_corpus, corpus, split, path, max_sentences),
         shards,
         cache_dir=cache_dir,
+        chunk_tokens=chunk_tokens,
         num_gpus=gpus_for(device),
         progress=progress,
     )

@@ -12,8 +12,8 @@ import numpy as np
 
 from probing.devices import use_device
 from probing.errors import InputError
-from probing.store.extraction import corpus_fingerprint, extract
-from probing.store.format import MANIFEST, store_key, store_root
+from probing.store.extraction import corpus_fingerprint, extract, plan_chunks, shard_owners
+from probing.store.format import CHUNK_TOKENS, MANIFEST, store_key, store_root
 from probing.store.memo import corpus_state, recall
 from probing.store.merging import merge
 from probing.store.reader import Store
@@ -75,10 +75,11 @@ def _extract_shard(
     return str(store.path)
 
 
-def shard_count(lengths: np.ndarray, n_shards: int) -> int:
-    """The largest ``m <= n_shards`` for which every shard of :func:`shard_range` (contiguous sentences,
-    balanced by tokens) gets at least one token: a corpus of few or very unequal sentences is cut into
-    fewer shards rather than failing on an empty one. ``lengths``: ``(n_sentences,)`` words per sentence.
+def shard_count(lengths: np.ndarray, n_shards: int, chunk_tokens: int) -> int:
+    """The largest ``m <= n_shards`` for which every shard of :func:`~probing.store.extraction.shard_range`
+    (contiguous whole chunks, balanced by tokens) gets at least one token: a corpus of few chunks or very
+    unequal ones is cut into fewer shards rather than failing on an empty one (a corpus of one chunk, under
+    ``chunk_tokens`` tokens, is one shard).
 
     Parameters
     ----------
@@ -86,16 +87,17 @@ def shard_count(lengths: np.ndarray, n_shards: int) -> int:
         Words per sentence, in corpus order.
     n_shards : int
         The most shards wanted (at least 1).
+    chunk_tokens : int
+        The extraction's chunk size: shards never split a chunk.
 
     Returns
     -------
     int
-        ``m`` in ``[1, n_shards]``, and at most the number of non-empty sentences (but at least 1).
+        ``m`` in ``[1, n_shards]``, and at most the number of non-empty chunks (but at least 1).
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     total = int(lengths.sum())
-    first_rows = np.cumsum(lengths) - lengths
-    starts = first_rows[lengths > 0]
+    starts = np.array([r0 for _, _, r0, r1 in plan_chunks(lengths, chunk_tokens) if r1 > r0], dtype=np.int64)
     for m in range(min(n_shards, len(starts)), 1, -1):
         if len(np.unique(starts * m // total)) == m:
             return m
@@ -116,7 +118,7 @@ def extract_ray_many(
     requests: Sequence[Request],
     *,
     cache_dir: str | os.PathLike | None = None,
-    chunk_tokens: int = 32768,
+    chunk_tokens: int = CHUNK_TOKENS,
     batch_tokens: int = 4096,
     num_cpus: float = 1,
     num_gpus: float = 0,
@@ -153,7 +155,7 @@ def extract_ray_many(
             stores[i] = extract(encoder, corpus, cache_dir=root, progress=progress)
         else:
             lengths = _lengths(corpus, root)
-            todo.append((i, lengths, shard_count(lengths, n)))
+            todo.append((i, lengths, shard_count(lengths, n, chunk_tokens)))
     if not todo:
         return [s for s in stores if s is not None]
     if not ray.is_initialized():
@@ -165,7 +167,7 @@ def extract_ray_many(
     expected: list[int] = []  # per task: tokens of its shard
     for i, lengths, m in todo:
         encoder_factory, corpus_factory, _ = requests[i]
-        owners = (np.cumsum(lengths) - lengths) * m // max(int(lengths.sum()), 1)  # as shard_range cuts
+        owners = shard_owners(lengths, m, chunk_tokens)
         tokens = np.bincount(owners, weights=lengths, minlength=m)
         for k in range(m):
             tid = len(owner)
@@ -222,7 +224,7 @@ def extract_ray(
     n_shards: int,
     *,
     cache_dir: str | os.PathLike | None = None,
-    chunk_tokens: int = 32768,
+    chunk_tokens: int = CHUNK_TOKENS,
     batch_tokens: int = 4096,
     num_cpus: float = 1,
     num_gpus: float = 0,

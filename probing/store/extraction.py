@@ -37,6 +37,7 @@ from probing._io import (
 from probing.errors import InputError
 from probing.protocols import CorpusLike, EncoderLike
 from probing.store.format import (
+    CHUNK_TOKENS,
     DTYPE,
     FORMAT_VERSION,
     FP16_MAX,
@@ -74,7 +75,7 @@ def extract(
     corpus: CorpusLike,
     *,
     cache_dir: str | os.PathLike | None = None,
-    chunk_tokens: int = 32768,
+    chunk_tokens: int = CHUNK_TOKENS,
     batch_tokens: int = 4096,
     shard: tuple[int, int] | None = None,
     progress: bool = True,
@@ -125,7 +126,7 @@ def extract(
         for what, fp in (("encoder.fingerprint", encoder.fingerprint), ("corpus.fingerprint()", corpus_fp)):
             if not isinstance(fp, str) or not fp:
                 raise StoreError(f"{what} must be a non-empty str (a content hash), got {fp!r}")
-        key = store_key(encoder.fingerprint, corpus_fp, shard)
+        key = store_key(encoder.fingerprint, corpus_fp, shard, chunk_tokens)
         path = root / key
         if path.is_symlink():
             raise StoreError(f"{path} is a symbolic link, not a store folder: remove it (stores are never followed)")
@@ -133,7 +134,7 @@ def extract(
         if hit is not None:  # no lock needed: a complete store is only rewritten after its manifest is removed
             return _reported(hit, True)
         if lengths is not None and not path.exists():  # a store that cannot be written leaves no folder
-            s0, s1 = (0, len(lengths)) if shard is None else shard_range(lengths, *shard)
+            s0, s1 = (0, len(lengths)) if shard is None else shard_range(lengths, *shard, chunk_tokens)
             n_rows = int(lengths[s0:s1].sum())
             what = f"the activations of {corpus.name}/{corpus.split}"
             check_room(path, n_rows, len(encoder.layer_names), int(encoder.dim), what)
@@ -265,27 +266,57 @@ def _check_compatible(store: Store, encoder: EncoderLike, key: str) -> None:
         )
 
 
-def shard_range(lengths: np.ndarray, index: int, count: int) -> tuple[int, int]:
-    """Sentence range ``[start, stop)`` of shard ``index`` of ``count``: contiguous, balanced by tokens.
+def shard_owners(lengths: np.ndarray, count: int, chunk_tokens: int) -> np.ndarray:
+    """The shard of each sentence when a store is cut into ``count`` shards of whole chunks.
 
-    Sentence j goes to shard ``first_row_j * count // total_tokens``, so the shards partition the sentences
-    in order and each holds about ``total_tokens / count`` tokens (:func:`~probing.store.distributed.shard_count`
-    says how many shards stay non-empty).
+    Shards are unions of the chunks a single-process extraction plans (:func:`plan_chunks`), chunk c going
+    to shard ``first_row_c * count // total_tokens``: so every shard encodes the same length-sorted batches
+    as the unsharded extraction, and the merged store holds the same values bit for bit (batch composition
+    changes the GEMM shapes of the recurrence, and with them the rounding, which the LSTM carries forward).
+
+    Parameters
+    ----------
+    lengths : ndarray (n_sentences,) of int
+        Words per sentence, in corpus order.
+    count : int
+        The number of shards.
+    chunk_tokens : int
+        The extraction's chunk size (see :func:`plan_chunks`).
+
+    Returns
+    -------
+    ndarray (n_sentences,) of int64
+        Non-decreasing shard indices in ``[0, count)``.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    owner = np.zeros(len(lengths), dtype=np.int64)
+    total = max(int(lengths.sum()), 1)
+    for s0, s1, r0, _ in plan_chunks(lengths, chunk_tokens):
+        owner[s0:s1] = r0 * count // total
+    return owner
+
+
+def shard_range(lengths: np.ndarray, index: int, count: int, chunk_tokens: int) -> tuple[int, int]:
+    """Sentence range ``[start, stop)`` of shard ``index`` of ``count``: contiguous whole chunks, balanced by tokens.
+
+    The shards partition the sentences in order (:func:`shard_owners`); each holds about
+    ``total_tokens / count`` tokens, to within a chunk (:func:`~probing.store.distributed.shard_count` says
+    how many shards stay non-empty).
 
     Parameters
     ----------
     lengths : ndarray (n_sentences,) of int
         Words per sentence (each at least 1, as a :class:`~probing.corpora.base.Sentence` has), in corpus order.
     index, count : the shard's 0-based index and the number of shards.
+    chunk_tokens : int
+        The extraction's chunk size: shards never split a chunk.
 
     Returns
     -------
     start, stop : int
         The shard's sentences, ``0 <= start <= stop <= n_sentences`` (``start == stop``: an empty shard).
     """
-    first_rows = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else np.zeros(0, np.int64)
-    total = int(lengths.sum())
-    owner = first_rows * count // max(total, 1)
+    owner = shard_owners(lengths, count, chunk_tokens)
     return int(np.searchsorted(owner, index, "left")), int(np.searchsorted(owner, index, "right"))
 
 
@@ -419,7 +450,9 @@ class _Extraction:
         if lengths is None:
             lengths = np.fromiter((len(s.words) for s in self._items()), dtype=np.int64)
         self.corpus_sentences = len(lengths)
-        self.sentences = (0, len(lengths)) if self.shard is None else shard_range(lengths, *self.shard)
+        self.sentences = (
+            (0, len(lengths)) if self.shard is None else shard_range(lengths, *self.shard, self.chunk_tokens)
+        )
         self.shard_first_row = int(lengths[: self.sentences[0]].sum())
         self.lengths = lengths[self.sentences[0] : self.sentences[1]].copy()
         self.n_tokens = int(self.lengths.sum())

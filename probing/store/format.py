@@ -124,16 +124,33 @@ class StoreCorruptError(StoreError):
     """Bytes on disk do not match the sha256 recorded for them (the message names the files and the fix)."""
 
 
-def store_key(encoder_fingerprint: str, corpus_fingerprint: str, shard: tuple[int, int] | None = None) -> str:
-    """sha256 naming a store: encoder and corpus content, format version, dtype (and the shard, if any)."""
-    parts = {
+CHUNK_TOKENS = 32768
+"""Tokens per chunk of an extraction, the unit that is encoded, written and journaled (and a shard's unit)."""
+
+
+def store_key(
+    encoder_fingerprint: str,
+    corpus_fingerprint: str,
+    shard: tuple[int, int] | None = None,
+    chunk_tokens: int | None = None,
+) -> str:
+    """sha256 naming a store: encoder and corpus content, format version, dtype (and the shard, if any).
+
+    A shard's key also names ``chunk_tokens``: shards are cut on chunk boundaries
+    (:func:`~probing.store.extraction.shard_owners`), so the chunk size says which sentences a shard holds.
+    The unsharded key never depends on it.
+    """
+    parts: dict = {
         "encoder": encoder_fingerprint,
         "corpus": corpus_fingerprint,
         "format": FORMAT_VERSION,
         "dtype": DTYPE.name,
     }
     if shard is not None:
+        if chunk_tokens is None:
+            raise ValueError("a shard's store key needs the chunk_tokens its sentences were cut by")
         parts["shard"] = [int(shard[0]), int(shard[1])]
+        parts["shard_chunks"] = int(chunk_tokens)
     return digest(parts)
 
 
