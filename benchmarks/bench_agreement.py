@@ -51,7 +51,10 @@ def main() -> None:
         rows["cell"] = [
             f"{a * 100:.1f} [{lo * 100:.0f}-{hi * 100:.0f}]" for a, lo, hi in zip(rows.value, rows.ci_low, rows.ci_high)
         ]
-        print("\n(a) LM prefers the right form (accuracy %, 95% CI; overall = mean over attractor groups):")
+        print(
+            "\n(a) LM prefers the right form (accuracy %, 95% CI; overall = share of all items, "
+            "mean-over-groups = mean over the attractor groups):"
+        )
         print(rows.pivot(index="layer", columns="group", values="cell").to_string())
         print(f"LM: {time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU")
 

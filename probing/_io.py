@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from probing.errors import ProbingError
+from probing.errors import InputError, ProbingError
 
 
 class UnsafePathError(ProbingError, OSError):
@@ -250,6 +250,48 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+class PinnedHashError(InputError):
+    """A file's sha256 is not the one pinned for it: the file changed since the hash was taken."""
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_file_hashes: dict[tuple[str, int, int, int, int], str] = {}
+SETTLED_S = 2.0  # a file modified this recently may change again within its clock's tick: its hash is not kept
+
+
+def is_sha256(value: str) -> bool:
+    """Whether ``value`` is a sha256 in hex (64 digits, either case)."""
+    return _SHA256.fullmatch(value.lower()) is not None
+
+
+def check_sha256(value: str, what: str) -> str:
+    """``value`` as a pinned sha256: 64 hex digits, returned lowercase; else an InputError naming ``what``."""
+    if not isinstance(value, str) or not is_sha256(value):
+        raise InputError(f"{what}: a sha256 is 64 hex digits, got {value!r}")
+    return value.lower()
+
+
+def file_record(path: str | os.PathLike, sha256: str | None = None) -> dict[str, Any]:
+    """What a result was computed from: ``{"path", "size", "sha256"}`` of the file ``path`` (resolved), its
+    hash read in 1 MiB chunks, once per process while its path, size, mtime, ctime and inode stay the same (a
+    rewrite changes them; a file modified in the last :data:`SETTLED_S` seconds is hashed every time).
+
+    With ``sha256`` (a pinned hex digest) a file whose hash differs is refused: a :class:`PinnedHashError`
+    naming the file and both hashes."""
+    resolved = Path(path).resolve()
+    st = resolved.stat()
+    key = (str(resolved), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    found = _file_hashes.get(key) or sha256_file(resolved)
+    if time.time() - st.st_mtime >= SETTLED_S:
+        _file_hashes[key] = found
+    if sha256 is not None and found != check_sha256(sha256, str(path)):
+        raise PinnedHashError(
+            f"{path}: sha256 {found} is not the pinned {sha256.lower()}: the file changed since it was pinned "
+            "(damaged, replaced or re-exported); restore it, or pin the new hash if the change is intended"
+        )
+    return {"path": str(resolved), "size": st.st_size, "sha256": found}
 
 
 def human_size(n_bytes: float) -> str:

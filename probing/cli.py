@@ -92,6 +92,24 @@ def _check_model_args(args: argparse.Namespace, name: str) -> None:
         raise UserError("give --model NAME, or --options and --weights, not both")
     if args.model is None and not (args.options and args.weights):
         raise UserError(f"{name} needs --model NAME, or --options FILE and --weights FILE")
+    if args.sha256 is not None:
+        from ._io import check_sha256
+
+        if args.model is not None:
+            raise UserError("--sha256 pins the --weights file; a registered --model is pinned by the registry")
+        check_sha256(args.sha256, "--sha256")
+
+
+def _sha256_note(weights: dict[str, Any] | None) -> str:
+    return "" if weights is None else f" (sha256 {weights['sha256']})"
+
+
+def _user_weights(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``--weights`` file's path, size and sha256 (refused when ``--sha256`` pins another hash); None
+    with ``--model``."""
+    from ._io import file_record
+
+    return None if args.weights is None else file_record(args.weights, args.sha256)
 
 
 @command("embed")
@@ -102,18 +120,25 @@ def _embed(args: argparse.Namespace) -> int:
 
     _check_model_args(args, "embed")
     require_file(args.input, "input file")
+    weights = _user_weights(args)
     if args.model is not None:
         model = Elmo.from_pretrained(args.model, stateful=args.stateful, precision=args.precision)
     else:
         model = Elmo.from_files(args.options, args.weights, stateful=args.stateful, precision=args.precision)
     model.to_device(args.device)
     path = embed_file(
-        model, args.input, args.output, batch_size=args.batch_size, layers=args.layers, progress=not args.quiet
+        model,
+        args.input,
+        args.output,
+        batch_size=args.batch_size,
+        layers=args.layers,
+        progress=not args.quiet,
+        provenance=None if weights is None else {"weights": weights},
     )
     policy = "stateful" if args.stateful else "stateless"
     print(
         f"wrote {path}: layers={args.layers} of {model.num_layers} (dim {model.output_dim}), {policy}, "
-        f"{args.precision}, {model.device}, model {model.source}"
+        f"{args.precision}, {model.device}, model {model.source}{_sha256_note(weights)}"
     )
     return 0
 
@@ -172,11 +197,15 @@ def _score(args: argparse.Namespace) -> int:
     require_file(args.input, "input file")
     if (args.softmax is None) != (args.vocab is None):
         raise UserError("give --softmax and --vocab together")
+    weights = _user_weights(args)
     model = args.model if args.model is not None else Elmo.from_files(args.options, args.weights)
     elmo, head = load_model(model, args.softmax, args.vocab)
     elmo.to_device(args.device)
     n_sent, n_words = score_file(elmo, head, args.input, args.output, batch_size=args.batch_size)
-    print(f"wrote {args.output}: {n_words} words of {n_sent} sentences, model {elmo.source}, LM head {head.source}")
+    print(
+        f"wrote {args.output}: {n_words} words of {n_sent} sentences, model {elmo.source}{_sha256_note(weights)}, "
+        f"LM head {head.source}"
+    )
     return 0
 
 
@@ -519,6 +548,11 @@ def _text_model_options(p: argparse.ArgumentParser, model_help: str, out_metavar
     p.add_argument("--model", metavar="NAME", help=model_help)
     p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
     p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
+    p.add_argument(
+        "--sha256",
+        metavar="HEX",
+        help="the sha256 the --weights file must have (a changed file is refused; the hash is printed at the end)",
+    )
     p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
     p.add_argument("--output", required=True, metavar=out_metavar, help=f"{out_kind} file to write (atomically)")
     p.add_argument(

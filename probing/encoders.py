@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from probing._io import sha256_file
+from probing._io import check_sha256, file_record
 from probing.devices import check_device_name
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError, check_count
@@ -65,18 +65,6 @@ def _as_options(options: ElmoOptions | dict | str | os.PathLike) -> ElmoOptions:
     if isinstance(options, dict):
         return ElmoOptions.from_dict(options)
     return ElmoOptions.from_json(Path(options))
-
-
-_weights_sha: dict[tuple[str, int, int], str] = {}
-
-
-def _file_sha256(path: Path) -> str:
-    """sha256 of a weights file, remembered per (path, size, mtime) within the process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _weights_sha:
-        _weights_sha[key] = sha256_file(path)
-    return _weights_sha[key]
 
 
 def _state_policy(stateful: bool) -> str:
@@ -142,7 +130,8 @@ class ElmoEncoder(_LazyElmo):
 
     ``stateful=True`` carries LSTM state across batches as the reference biLM does; the vectors then
     depend on batch order, which breaks the Encoder contract's batch independence: use it only to
-    reproduce reference outputs, not for probing.
+    reproduce reference outputs, not for probing. ``sha256`` pins the weights file: a file with another
+    hash is refused (:class:`~probing._io.PinnedHashError`) before anything is computed from it.
     """
 
     def __init__(
@@ -154,8 +143,10 @@ class ElmoEncoder(_LazyElmo):
         batch_size: int = 64,
         name: str | None = None,
         device: str | None = None,
+        sha256: str | None = None,
     ):
         super().__init__(device)
+        self.sha256 = None if sha256 is None else check_sha256(sha256, "sha256")
         self.options_path: Path | None = Path(options_path)
         self.weights_path: Path | None = Path(weights_path)
         if not self.weights_path.is_file():
@@ -206,6 +197,7 @@ class ElmoEncoder(_LazyElmo):
         _LazyElmo.__init__(enc, device)
         enc.options_path = None
         enc.weights_path = None
+        enc.sha256 = None
         enc.options = elmo.options
         enc.stateful = elmo.stateful
         enc.batch_size = check_count(batch_size, "batch_size")
@@ -225,17 +217,26 @@ class ElmoEncoder(_LazyElmo):
             if self._model_fingerprint is not None:
                 weights = f"model:{self._model_fingerprint}"
             else:
-                assert self.weights_path is not None  # only from_model leaves it unset, with a fingerprint
-                weights = f"file:{_file_sha256(self.weights_path)}"
+                record = self.weights_file
+                assert record is not None  # only from_model leaves it unset, with a fingerprint
+                weights = f"file:{record['sha256']}"
             self._fingerprint = _sha(
                 "elmo", _canonical_options(self.options), weights, _state_policy(self.stateful), elmo_code_digest()
             )
         return self._fingerprint
 
+    @property
+    def weights_file(self) -> dict[str, Any] | None:
+        """The weights file's path, size and sha256 (:func:`probing._io.file_record`; the pin checked), or None
+        for :meth:`from_model`."""
+        return None if self.weights_path is None else file_record(self.weights_path, self.sha256)
+
     def _build(self):
         from probing.elmo.elmo import Elmo
 
         assert self.options_path is not None and self.weights_path is not None  # from_model holds its model
+        if self.sha256 is not None:
+            file_record(self.weights_path, self.sha256)  # refuses a changed file before loading it
         model = Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
         model.checkpoint = self.checkpoint
         return model

@@ -10,8 +10,9 @@ put and only the label's directions are flattened):
   turned off (the mixture it falls back to is not a perfect eraser), and its singular-value cut lowered
   (:data:`_SVD_TOL`) so that rare classes are erased too.
 * ``"inlp"``: iterative nullspace projection (Ravfogel et al. 2020): fit a :class:`~probing.probes.LinearProbe`,
-  project its weight rows out, repeat on the projected data until a probe on held-out rows (a fifth of the
-  data) is no better than the majority class (``tol``), or ``max_iter`` probes, or ``rank`` directions.
+  project the span of its weight rows out (less their mean row, which is no label's: k - 1 directions for k
+  classes, 1 for two), repeat on the projected data until a probe on held-out rows (a fifth of the data) is no
+  better than the majority class (``tol``), or ``max_iter`` probes, or ``rank`` directions.
 * ``"random"``: the orthogonal projection out of a random ``rank``-dimensional subspace, Elazar et al.'s
   (2021) control: as much removed, none of it chosen for the label.
 
@@ -196,7 +197,8 @@ class Eraser(TransformerMixin, BaseEstimator):
             self.n_iter_ += 1
             if probe.score(_project_out(X_dev, basis, self.bias_), y_idx[dev]) <= majority + self.tol:
                 break
-            w = probe.coef_.T - basis @ (basis.T @ probe.coef_.T)
+            w = _label_rows(probe.coef_).T
+            w = w - basis @ (basis.T @ w)
             u, s, _ = np.linalg.svd(w, full_matrices=False)
             new = u[:, s > s.max() * max(w.shape) * np.finfo(float).eps] if s.size and s.max() > 0 else u[:, :0]
             basis = _orthonormal(np.hstack([basis, new[:, : cap - basis.shape[1]]]))
@@ -377,6 +379,26 @@ def _compact(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarra
     u, s, vt = np.linalg.svd(left @ right)
     keep = s > (s[0] * len(s) * np.finfo(float).eps if s.size and s[0] > 0 else np.inf)
     return u[:, keep] * s[keep], vt[keep]
+
+
+def _label_rows(coef: np.ndarray) -> np.ndarray:
+    """The part of a probe's weight rows that tells labels apart: a multinomial probe's ``(k, d)`` rows less
+    their mean row, which adds the same logit to every class and so changes no prediction (the L2 penalty
+    drives it to zero, but only to the solver's tolerance: about 1e-6 of the rows, which an exact rank cut
+    keeps as a k-th direction). Rank k - 1, as Ravfogel et al.'s INLP removes; a binary probe's one row is
+    returned as it is.
+
+    Parameters
+    ----------
+    coef : ndarray (k, d)
+        ``LinearProbe.coef_``: one row for two classes, else one per class.
+
+    Returns
+    -------
+    ndarray (k, d), float64
+    """
+    coef = np.asarray(coef, dtype=np.float64)
+    return coef - coef.mean(axis=0) if coef.shape[0] > 1 else coef
 
 
 def _orthonormal(a: np.ndarray) -> np.ndarray:

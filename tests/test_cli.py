@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import re
 import shutil
@@ -202,6 +203,41 @@ def test_embed_model_by_name_and_bf16(server, tmp_path, capsys):
         got = [f[str(i)][...] for i in range(len(bf16))]
     assert max(np.abs(g - b[-1]).max() for g, b in zip(got, bf16)) <= TOL
     assert max(np.abs(g - e[-1]).max() for g, e in zip(got, fp32)) > 1e-4
+
+
+def flip_a_byte(path: Path) -> str:
+    """Invert the byte in the middle of ``path`` (HDF5 keeps no checksum of its data); the new sha256."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_embed_records_the_weights_file_and_refuses_a_pinned_one_that_changed(tmp_path, capsys):
+    """The output's ``provenance`` attribute records the --weights file's path, size and sha256 (here the
+    fixture's bytes, hashed by hashlib); with ``--sha256`` (either case) pinning it, one flipped byte is
+    refused before anything is computed: exit 2, a message naming the file with both hashes, no output."""
+    weights = tmp_path / "weights.hdf5"
+    shutil.copy(WEIGHTS_H5, weights)
+    pinned = hashlib.sha256(WEIGHTS_H5.read_bytes()).hexdigest()
+    out = tmp_path / "out.hdf5"
+    args = ["--options", OPTIONS_JSON, "--weights", weights, "--input", INPUT, "--output", out, "-q"]
+    rc, stdout, _ = cli(capsys, "embed", *args, "--sha256", pinned.upper())
+    assert rc == 0 and f"sha256 {pinned}" in stdout
+    with h5py.File(out, "r") as f:
+        prov = json.loads(f.attrs["provenance"])
+    assert prov["weights"] == {"path": str(weights.resolve()), "size": WEIGHTS_H5.stat().st_size, "sha256": pinned}
+    assert prov["model"] == str(weights) and prov["layers"] == "all" and prov["stateful"] is False
+    out.unlink()
+    changed = flip_a_byte(weights)
+    err = assert_user_error(capsys, "embed", *args, "--sha256", pinned, names=str(weights))
+    assert f"sha256 {changed} is not the pinned {pinned}" in err
+    assert not out.exists()
+    assert_user_error(capsys, "embed", *args, "--sha256", "abc", names="--sha256: a sha256 is 64 hex digits")
+    score = ["--options", OPTIONS_JSON, "--weights", weights, "--input", INPUT, "--output", tmp_path / "s.csv"]
+    assert_user_error(capsys, "score", *score, "--sha256", pinned, names=str(weights))
+    by_name = ["--model", "tiny", "--input", INPUT, "--output", out, "--sha256", pinned]
+    assert_user_error(capsys, "embed", *by_name, names="a registered --model is pinned by the registry")
 
 
 def test_embed_errors_name_the_culprit(tmp_path, capsys):

@@ -4,6 +4,7 @@ pure cache hit; then validation errors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 
 import probing.elmo.elmo as elmo_module
+from probing._io import PinnedHashError
 from probing.corpora import load
 from probing.experiment import ExperimentError, extract_activations, load_experiment, parse_experiment, run_experiment
 from probing.results import RESULT_COLUMNS, read_provenance, read_results
@@ -370,6 +372,14 @@ def test_bundled_experiments_validate():
             r"encoders\[0\]\.weights: expected an "
             r"existing file, got '.*nope.hdf5'",
         ),
+        (
+            ('weights = "model/weights.hdf5"', 'weights = "model/weights.hdf5"\nsha256 = "c0ffee"'),
+            r"encoders\[0\]\.sha256: expected 64 hex digits, got 'c0ffee'",
+        ),
+        (
+            ("seed = 0", f'seed = 0\nsha256 = "{"0" * 64}"'),
+            r"encoders\[1\]\.sha256: expected only with weights = FILE or model = FOLDER",
+        ),
         (("[[tasks]]", "[[task]]"), r"top level: unknown key\(s\) 'task'"),
         (("bootstrap = 100", "bootstrap = 100 100"), r"not valid TOML"),
         (
@@ -393,6 +403,46 @@ def test_bad_experiment_files_name_the_key(tmp_path, change, message):
     with pytest.raises(ExperimentError, match=message) as info:
         load_experiment(path)
     assert str(path) in str(info.value)  # the message names the file
+
+
+def test_provenance_records_the_weights_file_of_each_elmo_encoder(setup):
+    """results.json names the file the ELMo encoder's weights came from: its resolved path, its size and the
+    sha256 of its bytes (hashlib here); encoders without a weights file (random-elmo, glove) have none."""
+    root = setup[0]
+    weights = root / "model" / "weights.hdf5"
+    encoders = read_provenance(root / "out")["encoders"]
+    assert encoders["elmo"]["weights"] == {
+        "path": str(weights.resolve()),
+        "size": weights.stat().st_size,
+        "sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+    }
+    assert "weights" not in encoders["random-elmo"] and "weights" not in encoders["glove"]
+
+
+def test_a_pinned_weights_file_that_changed_is_refused_and_a_pin_keeps_the_store_keys(tmp_path, monkeypatch):
+    """``sha256 = "..."`` pins an encoder's weights: the pinned file builds an encoder with the fingerprint of
+    the unpinned one (the same store keys; an unpinned spec's dict has no ``sha256``), and after one flipped
+    byte the run stops before extracting anything, with a message naming the file and both hashes."""
+    monkeypatch.setenv("PROBING_CACHE", str(tmp_path / "probing-cache"))
+    shutil.copytree(FIX / "elmo_allennlp", tmp_path / "model")
+    weights = tmp_path / "model" / "weights.hdf5"
+    shutil.copy(tmp_path / "model" / "lm_weights.hdf5", weights)
+    shutil.copy(FIX / "glove" / "tiny.glove.txt", tmp_path / "tiny.glove.txt")
+    pinned = hashlib.sha256(weights.read_bytes()).hexdigest()
+    text = TOML.replace('weights = "model/weights.hdf5"', f'weights = "model/weights.hdf5"\nsha256 = "{pinned}"')
+    exp = parse_experiment(text, base=tmp_path)
+    plain = parse_experiment(TOML, base=tmp_path)
+    assert exp.encoders[0].sha256 == pinned and "sha256" not in plain.encoders[0].to_dict()
+    assert exp.encoders[0].build().fingerprint == plain.encoders[0].build().fingerprint
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(data)
+    changed = hashlib.sha256(data).hexdigest()
+    with pytest.raises(PinnedHashError, match=f"sha256 {changed} is not the pinned {pinned}") as info:
+        run_experiment(parse_experiment(text, base=tmp_path), tmp_path / "out", progress=False)
+    assert str(weights) in str(info.value)
+    assert not (tmp_path / "out" / "results.csv").exists()
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["corpus-memo"]  # the corpus was read, no store made
 
 
 def test_mix_and_concat_for_named_encoders_only(setup, tmp_path, monkeypatch):

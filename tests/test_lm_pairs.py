@@ -33,26 +33,39 @@ SUMMARY = Path(__file__).parent / "fixtures" / "blimp" / "models_summary.jsonl"
 
 def test_aggregation_reproduces_the_authors_phenomenon_and_overall_rows():
     """models_summary.jsonl: 67 per-paradigm rows and, per model, 12 phenomenon rows and one overall row
-    (overall 61.2 / 69.8 / 69.6 / 83.0 %); the latter must follow from the former by the authors' rule."""
+    (overall 61.2 / 69.8 / 69.6 / 83.0 %); the latter must follow from the former by the authors' rule: their
+    overall is our ``mean-over-groups``, and with 1,000 pairs in every paradigm also our ``overall``."""
     per_paradigm, phenomenon = read_models_summary(SUMMARY)
     assert len(per_paradigm) == 67
     published = [json.loads(line) for line in SUMMARY.read_text().splitlines() if '"UID":"overall"' in line]
     assert len(published) == 13
     for model in ("ngram", "lstm", "txl", "gpt2"):
-        agg = aggregate({g: np.array([v[model]]) for g, v in per_paradigm.items()}, phenomenon)
+        agg = aggregate(
+            {g: np.array([v[model]]) for g, v in per_paradigm.items()}, phenomenon, dict.fromkeys(per_paradigm, 1000)
+        )
         for row in published:
-            level = "overall" if row["linguistics_term"] == "overall" else "phenomenon"
             # the file rounds to 10 digits
-            assert agg[(level, row["linguistics_term"])][0] == pytest.approx(row[model], abs=1e-9), (model, row)
+            if row["linguistics_term"] == "overall":
+                for level in ("overall", "mean-over-groups"):
+                    assert agg[(level, level)][0] == pytest.approx(row[model], abs=1e-9), (model, row)
+            else:
+                assert agg[("phenomenon", row["linguistics_term"])][0] == pytest.approx(row[model], abs=1e-9)
     rows = reference_rows(SUMMARY)
     overall = rows[(rows.level == "overall") & (rows.metric == "accuracy")].set_index("layer").value
     assert overall.round(3).to_dict() == {"5-gram": 0.612, "lstm": 0.698, "txl": 0.696, "gpt2": 0.830}
 
 
-def test_overall_is_the_mean_over_paradigms_not_over_phenomena():
-    agg = aggregate({"a": np.array([1.0]), "b": np.array([0.0]), "c": np.array([0.0])}, {"a": "x", "b": "y", "c": "y"})
+def test_overall_is_the_share_of_all_pairs_and_mean_over_groups_the_mean_over_paradigms():
+    """Paradigms a (1 pair, right), b and c (2 and 7 pairs, wrong; phenomenon y): ``overall`` = 1 right of
+    10 pairs = 0.1; ``mean-over-groups`` = (1 + 0 + 0) / 3 (over phenomena it would be 1/2); a phenomenon is the
+    mean over its paradigms. A paradigm of size 0 (an undefined rate) adds nothing to ``overall``."""
+    values = {"a": np.array([1.0]), "b": np.array([0.0]), "c": np.array([0.0])}
+    agg = aggregate(values, {"a": "x", "b": "y", "c": "y"}, {"a": 1, "b": 2, "c": 7})
     assert agg[("phenomenon", "y")][0] == 0.0 and agg[("phenomenon", "x")][0] == 1.0
-    assert agg[("overall", "overall")][0] == pytest.approx(1 / 3)  # over phenomena it would be 1/2
+    assert agg[("overall", "overall")][0] == pytest.approx(0.1)
+    assert agg[("mean-over-groups", "mean-over-groups")][0] == pytest.approx(1 / 3)
+    nan = aggregate({"a": np.array([0.5, np.nan]), "b": np.array([1.0, 1.0])}, {}, {"a": np.array([2, 0]), "b": 2})
+    np.testing.assert_allclose(nan[("overall", "overall")], [0.75, 1.0])  # replicate 2: b's 2 pairs alone
 
 
 def blimp_zip(path: Path) -> Path:
@@ -140,20 +153,26 @@ def test_minimal_pairs_against_sentence_scores(tmp_path):
             ("paradigm", "p1"): per_group["p1"],
             ("phenomenon", "agr"): (per_group["p1"] + per_group["p2"]) / 2,
             ("phenomenon", "other"): per_group["p3"],
-            ("overall", "overall"): np.mean(list(per_group.values())),
+            # 5 pairs: the share of them that are right, and the mean of the three paradigms' shares
+            ("overall", "overall"): right.mean(),
+            ("mean-over-groups", "mean-over-groups"): np.mean(list(per_group.values())),
         }
         got = rows[(rows.layer == direction) & (rows.metric == "accuracy")].set_index(["level", "group"]).value
         for key, value in expected.items():
             assert got[key] == pytest.approx(value), (direction, key)
         cov = rows[(rows.layer == direction) & (rows.metric == "coverage")].set_index(["level", "group"]).value
-        assert cov[("paradigm", "p1")] == 0.5 and cov[("overall", "overall")] == pytest.approx((0.5 + 0.5 + 0) / 3)
+        assert cov[("paradigm", "p1")] == 0.5 and cov[("overall", "overall")] == pytest.approx(2 / 5)
+        assert cov[("mean-over-groups", "mean-over-groups")] == pytest.approx((0.5 + 0.5 + 0) / 3)
         acc_cov = (
             rows[(rows.layer == direction) & (rows.metric == "accuracy_covered")].set_index(["level", "group"]).value
         )
         assert acc_cov[("paradigm", "p1")] == float(right[1]) and np.isnan(acc_cov[("paradigm", "p3")])
+        # the covered pairs are the 2nd and 3rd: overall is over those two, whatever their paradigms
+        assert acc_cov[("overall", "overall")] == pytest.approx(right[[1, 2]].mean())
     acc = rows[rows.metric == "accuracy"]
     assert ((acc.ci_low <= acc.value + 1e-12) & (acc.value <= acc.ci_high + 1e-12)).all()
-    assert set(rows.level) == {"paradigm", "phenomenon", "overall"} and (rows.task == "minimal-pairs").all()
+    assert set(rows.level) == {"paradigm", "phenomenon", "overall", "mean-over-groups"}
+    assert (rows.task == "minimal-pairs").all()
 
 
 def test_data_get_blimp_fetches_the_pinned_archive(tmp_path, monkeypatch, capsys):

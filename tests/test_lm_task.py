@@ -59,7 +59,8 @@ def test_pairs_file_through_probing_run_matches_sentence_scores(tmp_path):
     assert set(rows.dataset) == {"pairs_small"} and set(rows.encoder) == {"lm"}
     assert set(rows.layer) == {"forward", "backward", "both"}
     groups = ["agreement", "gaps", "irregular"]
-    assert set(rows.split) == {"overall", *(f"paradigm:{g}" for g in groups)}  # user pairs have no phenomenon
+    # user pairs have no phenomenon
+    assert set(rows.split) == {"overall", "mean-over-groups", *(f"paradigm:{g}" for g in groups)}
     want = expected_outcomes(pd.read_csv(PAIRS))
     assert not want.covered.all()  # the fixture has a pair with a made-up word ("zxqv"), so coverage < 1
     value = rows.set_index(["split", "layer", "metric"]).value
@@ -71,8 +72,9 @@ def test_pairs_file_through_probing_run_matches_sentence_scores(tmp_path):
             assert value[(f"paradigm:{g}", d, "coverage")] == pytest.approx(cov[g])
             on_covered = want[(want.group == g) & want.covered][d]
             assert value[(f"paradigm:{g}", d, "accuracy_covered")] == pytest.approx(on_covered.mean())
-        # the authors' aggregation: overall = the mean over groups, not over pairs
-        assert value[("overall", d, "accuracy")] == pytest.approx(per_group.mean())
+        # overall: the share of all pairs; mean-over-groups: the BLiMP authors' mean over groups
+        assert value[("overall", d, "accuracy")] == pytest.approx(want[d].mean())
+        assert value[("mean-over-groups", d, "accuracy")] == pytest.approx(per_group.mean())
     assert (rows.ci_low <= rows.value).all() and (rows.value <= rows.ci_high).all()
     prov = read_provenance(out)
     assert prov["kinds"] == {"grammar": "minimal-pairs"} and prov["headlines"] == {"grammar": "accuracy"}
@@ -130,7 +132,7 @@ def test_blimp_rows_per_paradigm_phenomenon_and_overall_with_the_authors_referen
     rows = res.results
     assert res.provenance["probes"][0]["n_pairs"] == 4  # max_pairs: the first 2 of each paradigm
     uids = ["regular_plural_subject_verb_agreement_1", "determiner_noun_agreement_1"]
-    splits = {"overall", *(f"paradigm:{u}" for u in uids)}
+    splits = {"overall", "mean-over-groups", *(f"paradigm:{u}" for u in uids)}
     splits |= {"phenomenon:subject_verb_agreement", "phenomenon:determiner_noun_agreement"}
     model = rows[rows.encoder == "lm"]
     assert set(model.split) == splits
@@ -140,7 +142,8 @@ def test_blimp_rows_per_paradigm_phenomenon_and_overall_with_the_authors_referen
     per_paradigm, _ = read_models_summary(resources_dir() / "blimp" / "models_summary.jsonl")
     for key, layer in (("ngram", "5-gram"), ("gpt2", "gpt2")):
         assert ref[(f"paradigm:{uids[0]}", layer)] == per_paradigm[uids[0]][key]
-        assert ref[("overall", layer)] == pytest.approx(np.mean([per_paradigm[u][key] for u in uids]))
+        for split in ("overall", "mean-over-groups"):  # BLiMP's paradigms are all 1,000 pairs
+            assert ref[(split, layer)] == pytest.approx(np.mean([per_paradigm[u][key] for u in uids]))
     # one paradigm per phenomenon here, so each phenomenon equals its paradigm
     acc = model[model.metric == "accuracy"].set_index(["split", "layer"]).value
     for d in ("forward", "backward", "both"):

@@ -617,6 +617,10 @@ def test_08_grammar(tmp_path, monkeypatch):
     for d, ys in lm_lines.items():
         groups = sorted(k for k in s["by_attractors"][f"LM {d}"] if k != "overall")
         assert ys == pytest.approx([100 * s["by_attractors"][f"LM {d}"][k] for k in groups])
+        # the LM's overall is the share of all items, as the probe's: the groups' accuracies weighted by size
+        sizes = [s["attractors"][k] for k in groups]
+        right = sum(n * s["by_attractors"][f"LM {d}"][k] for n, k in zip(sizes, groups))
+        assert s["by_attractors"][f"LM {d}"]["overall"] == pytest.approx(right / sum(sizes))
     # the prose: the forward LM's garden path at the second "the", the backward LM's peak at "man"
     f, b = g["surprisal_forward"], g["surprisal_backward"]
     assert 4 < f[2] < 6 and 9 < f[3] < 11 and f[3] > 1.8 * f[2]  # "about 5 bits" ... "about 10 bits, twice as much"

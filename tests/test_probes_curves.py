@@ -81,6 +81,19 @@ def test_sdl_of_hand_computed_blocks():
     assert surplus_description_length(items, losses, 0.4) == (pytest.approx(10 * 2.6 + 10 * 0.6 + 20 * 0.1), False)
 
 
+def test_sdl_of_doubling_blocks_bounds_whitney_et_al_s_item_by_item_sum_from_above():
+    """Loss L(n) = 16 / n bits after n training items, epsilon = 1, items 2..15 in doubling blocks [2, 4),
+    [4, 8), [8, 16), each coded by the model trained on the items before it (16/2, 16/4, 16/8 bits): the block
+    sum is 2 x 7 + 4 x 3 + 8 x 1 = 34. Whitney et al.'s definition item by item, sum_{i=2..15} (16 / i - 1), is
+    16 (H_15 - 1) - 14 = 23.09; charging each block its right end's loss (reprieve's convention, 16/4, 16/8,
+    16/16) gives 2 x 3 + 4 x 1 + 8 x 0 = 10, a bound from below."""
+    sdl, complete = surplus_description_length([2, 4, 8], [8.0, 4.0, 2.0], 1.0)
+    whitney = sum(16 / i - 1 for i in range(2, 16))
+    reprieve, _ = surplus_description_length([2, 4, 8], [4.0, 2.0, 1.0], 1.0)
+    assert (reprieve, whitney, sdl) == (10.0, pytest.approx(23.0917, abs=1e-4), 34.0)
+    assert not complete  # the last block's 2 bits are still above epsilon
+
+
 def test_esc_is_the_first_measured_size_at_or_below_epsilon():
     n_train, losses = [0, 10, 30], [3.0, 1.0, 0.5]
     assert epsilon_sample_complexity(n_train, losses, 1.0) == 10

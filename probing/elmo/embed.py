@@ -5,13 +5,16 @@ Layout: one float32 dataset per input line, named by its 0-based index (``"0"``,
 shape ``(num_layers, n_tokens, 2 * projection_dim)`` for ``layers="all"`` or ``(n_tokens, dim)`` for
 ``"top"`` and ``"average"`` (the mean of all layers, the token layer included, as AllenNLP
 averaged); plus ``sentence_to_index``, shape ``(1,)``, one UTF-8 string holding the JSON object
-``{stripped line: "index"}`` (a repeated line keeps its last index, as in AllenNLP).
+``{stripped line: "index"}`` (a repeated line keeps its last index, as in AllenNLP). The root's attribute
+``provenance`` (a JSON object, which AllenNLP-era readers do not see) records what made the file: probing's
+version, the model's source, layers, state policy and precision, and what the caller adds (``probing embed``:
+the weights file's path, size and sha256).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import h5py
@@ -65,6 +68,7 @@ def embed_file(
     batch_size: int = 64,
     layers: str = "all",
     progress: bool = True,
+    provenance: Mapping[str, object] | None = None,
 ) -> Path:
     """Embed every line of ``input_path`` (one whitespace-tokenized sentence per line) into the HDF5
     file ``output_path``; returns its path.
@@ -76,8 +80,11 @@ def embed_file(
     or an interrupt leaves no partial file (and one left by a killed run is removed by the next); a full disk
     or a file-size limit is one WriteError naming the output (HDF5 writes through a guard that stops at
     the first failed write).
-    The output may not be the input (``EmbedInputError``).
+    The output may not be the input (``EmbedInputError``). ``provenance`` adds JSON-able fields to the
+    file's ``provenance`` attribute (see the module docstring).
     """
+    from .. import __version__
+
     if layers not in LAYER_MODES:
         raise InputError(f"layers must be one of {', '.join(LAYER_MODES)}, got {layers!r}")
     check_count(batch_size, "batch_size")
@@ -100,6 +107,16 @@ def embed_file(
                 bar.update(v.shape[1])
         index = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
         index[0] = json.dumps({s: str(i) for i, s in enumerate(sentences)})
+        out.attrs["provenance"] = json.dumps(
+            {
+                "probing": __version__,
+                "model": model.source,
+                "layers": layers,
+                "stateful": model.stateful,
+                "precision": model.precision,
+                **(provenance or {}),
+            }
+        )
     bar.close()
     return output_path
 

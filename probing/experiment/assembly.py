@@ -176,6 +176,13 @@ def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
     return TaskOutput(rows=rows, probes=out.probes) if erased else dataclasses.replace(out, rows=rows)
 
 
+def _weights_file(encoder: Any) -> dict[str, Any]:
+    """``{"weights": {"path", "size", "sha256"}}`` of the file an ELMo encoder's weights come from (an
+    intervened encoder's: its base's), or nothing for an encoder without one."""
+    record = getattr(getattr(encoder, "base", encoder), "weights_file", None)
+    return {} if record is None else {"weights": record}
+
+
 def assemble(
     exp: Experiment,
     run: RunRecord,
@@ -214,6 +221,7 @@ def assemble(
                 "layer_names": list(run.encoders[spec.name].layer_names),
                 "dim": int(run.encoders[spec.name].dim),
                 "source": getattr(run.encoders[spec.name], "source", None),
+                **_weights_file(run.encoders[spec.name]),
             }
             for spec in exp.encoders
         },

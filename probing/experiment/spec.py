@@ -32,7 +32,8 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     [[encoders]]
     name = "elmo"
     kind = "elmo"                # elmo | random-elmo | glove
-    model = "default"            # a registry name; or options = "...", weights = "..."
+    model = "default"            # a registry name; or options = "...", weights = "..." (or a folder of both)
+    # sha256 = "..."             # with weights or a folder: the weights file's pinned hash (a changed file is refused)
 
     [[encoders]]
     name = "random-elmo"
@@ -186,6 +187,7 @@ class EncoderSpec:
     stateful: bool = False
     batch_size: int = 64
     intervene: InterveneSpec | None = None
+    sha256: str | None = None  # the pinned hash of ``weights``
 
     def build(self, cache_dir: Path | None = None) -> Encoder:
         """The encoder; with ``intervene``, one whose erasers are fitted on first use (their store of the fitting
@@ -202,7 +204,11 @@ class EncoderSpec:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items() if k != "intervene"}
+        out = {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in self.__dict__.items()
+            if k != "intervene" and (k != "sha256" or v is not None)  # an unpinned spec reads as before
+        }
         return out if self.intervene is None else {**out, "intervene": self.intervene.to_dict()}
 
     def _base(self) -> Encoder:
@@ -218,7 +224,12 @@ class EncoderSpec:
             return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
         if self.options is not None and self.weights is not None:
             return ElmoEncoder(
-                self.options, self.weights, stateful=self.stateful, batch_size=self.batch_size, name=self.name
+                self.options,
+                self.weights,
+                stateful=self.stateful,
+                batch_size=self.batch_size,
+                name=self.name,
+                sha256=self.sha256,
             )
         return ElmoEncoder.pretrained(
             self.model or "default", stateful=self.stateful, batch_size=self.batch_size, encoder_name=self.name
@@ -450,8 +461,20 @@ def _encoder(t: Table) -> EncoderSpec:
 
             if spec.model not in REGISTRY:
                 spec = _model_folder(t, spec, f"a checkpoint name ({', '.join(REGISTRY)}) or a folder")
+        if "sha256" in t.data:
+            spec = replace(spec, sha256=_pinned_sha256(t, spec))
     t.done()
     return spec
+
+
+def _pinned_sha256(t: Table, spec: EncoderSpec) -> str:
+    """An ELMo encoder's ``sha256``: the pinned hash of its own weights file (64 hex digits)."""
+    from probing._io import is_sha256
+
+    value = t.get("sha256", "64 hex digits", lambda v: isinstance(v, str) and is_sha256(v))
+    if spec.weights is None:
+        raise t.fail("sha256", "only with weights = FILE or model = FOLDER (a registered checkpoint is pinned)", value)
+    return value.lower()
 
 
 def _intervene(t: Table) -> InterveneSpec:

@@ -2,9 +2,11 @@
 
 A pair is right in a direction when the good sentence's total log-probability (words plus the boundary
 prediction, :func:`probing.lm.sentence_scores`) is strictly higher than the bad one's; ``both`` compares the
-mean of the two directions' totals. Aggregation is Warstadt et al.'s (BLiMP, TACL 2020): a paradigm's accuracy
-is over its pairs, a phenomenon's the mean over its paradigms, ``overall`` the mean over all paradigms (not
-over pairs). Confidence intervals: a percentile bootstrap over pairs, resampled within each paradigm, the same
+mean of the two directions' totals. Aggregation: a paradigm's accuracy is over its pairs, a phenomenon's the
+mean over its paradigms (Warstadt et al.'s BLiMP, TACL 2020), ``overall`` the share of all pairs, and
+``mean-over-groups`` the mean over all paradigms, which is BLiMP's "overall" (the same value when every
+paradigm has as many pairs, as in BLiMP; not for agreement items grouped by attractors, 361 pairs without and 6
+with three). Confidence intervals: a percentile bootstrap over pairs, resampled within each paradigm, the same
 replicates carried through the means. Coverage: the share of pairs whose differing words (the multiset
 difference of the two token lists) are all in the head's vocabulary; ``accuracy_covered`` is the accuracy on
 those pairs.
@@ -43,6 +45,7 @@ BLIMP_PHENOMENON = {"s-selection": "argument_structure"}
 DIRECTIONS = ("forward", "backward", "both")
 PAIR_COLUMNS = ("good", "bad", "group", "phenomenon")
 OVERALL = "overall"
+MEAN_OVER_GROUPS = "mean-over-groups"
 ROW_COLUMNS = (
     "task",
     "dataset",
@@ -183,36 +186,48 @@ def _record(line: str, where: str, number: int, fields: Sequence[str]) -> dict:
 
 
 def aggregate(
-    per_group: Mapping[str, np.ndarray], phenomenon: Mapping[str, str | None]
+    per_group: Mapping[str, np.ndarray],
+    phenomenon: Mapping[str, str | None],
+    sizes: Mapping[str, float | np.ndarray],
 ) -> dict[tuple[str, str], np.ndarray]:
-    """The authors' aggregation of per-paradigm values (each an array: a point value or bootstrap replicates):
-    ``(level, name) -> value`` for every paradigm, every phenomenon (mean over its paradigms) and ``overall``
-    (mean over all paradigms).
+    """Per-paradigm values (each an array: a point value or bootstrap replicates) aggregated:
+    ``(level, name) -> value`` for every paradigm, every phenomenon (the mean over its paradigms, as the BLiMP
+    authors do), ``overall`` (the share of all pairs: the paradigms' values weighted by ``sizes``) and
+    ``mean-over-groups`` (the mean over all paradigms: the BLiMP authors' overall).
 
     Parameters
     ----------
     per_group : mapping of paradigm to ndarray (r,)
         The same r for every paradigm: 1 for a point value, ``n_boot`` for bootstrap replicates.
     phenomenon : mapping of paradigm to str or None
-        Its phenomenon; a paradigm mapped to None (or absent) counts only in ``overall``.
+        Its phenomenon; a paradigm mapped to None (or absent) counts only in ``overall`` and
+        ``mean-over-groups``.
+    sizes : mapping of paradigm to float or ndarray (r,)
+        The number of pairs its value is a share of (per replicate where that varies, e.g. the covered
+        pairs of ``accuracy_covered``); a paradigm of size 0 (its value NaN) adds nothing to ``overall``.
 
     Returns
     -------
     dict of (level, name) to ndarray (r,), float64
-        ``level`` is ``"paradigm"``, ``"phenomenon"`` or ``"overall"`` (name ``"overall"``); each entry is
-        an element-wise mean, so replicate j of a phenomenon is the mean of its paradigms' replicate j.
+        ``level`` is ``"paradigm"``, ``"phenomenon"``, ``"overall"`` or ``"mean-over-groups"`` (named like
+        their level); each entry is element-wise, so replicate j of a phenomenon is the mean of its paradigms'
+        replicate j. ``overall`` is NaN where every size is 0.
     """
-    out: dict[tuple[str, str], np.ndarray] = {
-        ("paradigm", g): np.asarray(v, dtype=np.float64) for g, v in per_group.items()
-    }
+    arrays = {g: np.asarray(v, dtype=np.float64) for g, v in per_group.items()}
+    out: dict[tuple[str, str], np.ndarray] = {("paradigm", g): v for g, v in arrays.items()}
     by_phen: dict[str, list[np.ndarray]] = {}
-    for g, v in per_group.items():
+    for g, v in arrays.items():
         p = phenomenon.get(g)
         if p is not None:
-            by_phen.setdefault(p, []).append(np.asarray(v, dtype=np.float64))
+            by_phen.setdefault(p, []).append(v)
     for p, values in by_phen.items():
         out[("phenomenon", p)] = np.mean(values, axis=0)
-    out[("overall", OVERALL)] = np.mean([np.asarray(v, dtype=np.float64) for v in per_group.values()], axis=0)
+    weights = {g: np.broadcast_to(np.asarray(sizes[g], dtype=np.float64), v.shape) for g, v in arrays.items()}
+    pairs = np.sum(list(weights.values()), axis=0)
+    right = np.sum([np.where(weights[g] > 0, weights[g] * v, 0.0) for g, v in arrays.items()], axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[(OVERALL, OVERALL)] = np.where(pairs > 0, right / pairs, np.nan)
+    out[(MEAN_OVER_GROUPS, MEAN_OVER_GROUPS)] = np.mean(list(arrays.values()), axis=0)
     return out
 
 
@@ -256,7 +271,8 @@ def minimal_pairs(
 ) -> pd.DataFrame:
     """Score minimal pairs and aggregate them: one row per (direction, level, group, metric) with
     ``metric`` in accuracy / coverage / accuracy_covered and a 95% bootstrap CI over pairs; ``layer`` is the
-    direction (forward, backward, both), ``level`` paradigm / phenomenon / overall. ``data``: ``"blimp"``,
+    direction (forward, backward, both), ``level`` paradigm / phenomenon / overall (the share of all pairs) /
+    mean-over-groups (the mean over groups, BLiMP's overall). ``data``: ``"blimp"``,
     ``"pairs:PATH"`` or a DataFrame with good, bad, group[, phenomenon]."""
     from .score import load_model
 
@@ -291,12 +307,16 @@ def summarize(outcomes: pd.DataFrame, *, dataset: str, encoder: str, n_boot: int
         for metric, per_group in metrics.items():
             points = {g: np.array([_rate(v, m)]) for g, (v, m) in per_group.items()}
             boots = {g: _boot_rates(v, m, draws[g]) for g, (v, m) in per_group.items()}
-            point, boot = aggregate(points, phenomenon), aggregate(boots, phenomenon)
+            # the pairs each rate is over: the group's, or its covered ones (per replicate)
+            point_sizes = {g: len(v) if m is None else m.sum() for g, (v, m) in per_group.items()}
+            boot_sizes = {g: len(v) if m is None else m[draws[g]].sum(axis=1) for g, (v, m) in per_group.items()}
+            point, boot = aggregate(points, phenomenon, point_sizes), aggregate(boots, phenomenon, boot_sizes)
             counts = {("paradigm", g): len(ix) for g, ix in index.items()}
             for key, value in point.items():
                 level, name = key
                 low, high = _interval(float(value[0]), boot[key])
-                n = counts.get(key, sum(len(index[g]) for g in groups if level == "overall" or phenomenon[g] == name))
+                everything = level in (OVERALL, MEAN_OVER_GROUPS)
+                n = counts.get(key, sum(len(index[g]) for g in groups if everything or phenomenon[g] == name))
                 rows.append(
                     (
                         "minimal-pairs",
@@ -376,7 +396,11 @@ def reference_rows(
         per_paradigm = {g: per_paradigm[g] for g in paradigms}
     rows = []
     for key, layer in models.items():
-        agg = aggregate({g: np.array([v[key]]) for g, v in per_paradigm.items()}, phenomenon)
+        # every BLiMP paradigm has 1,000 pairs (and 5 human validation items): the share of all pairs is the
+        # mean over paradigms
+        agg = aggregate(
+            {g: np.array([v[key]]) for g, v in per_paradigm.items()}, phenomenon, dict.fromkeys(per_paradigm, 1.0)
+        )
         for (level, name), value in agg.items():
             rows.append(
                 (

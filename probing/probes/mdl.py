@@ -107,7 +107,7 @@ class OnlineCode:
         }
 
     def surplus_description_length(self, epsilon: float) -> tuple[float, bool]:
-        """Whitney et al.'s SDL in bits at ``epsilon`` bits per token
+        """Whitney et al.'s SDL in bits at ``epsilon`` bits per token, bounded from above
         (:func:`probing.probes.curves.surplus_description_length`): each block's tokens at the mean
         cross-entropy of the probe that coded it, the first at ``log2 K``. At ``epsilon = 0`` it is
         ``codelength_bits`` (in bits throughout). Returns ``(sdl_bits, complete)``."""

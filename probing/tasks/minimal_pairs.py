@@ -11,7 +11,8 @@ the bundled model, or an official one with ``probing download NAME --with-softma
 A pair is scored on the sentence totals of :func:`probing.lm.sentence_scores` (words plus the boundary
 prediction; ``both`` = the mean of the two directions' totals) and aggregated as the BLiMP authors do
 (:mod:`probing.lm.pairs`). Rows: ``layer`` = ``forward``, ``backward``, ``both``; ``split`` = the group:
-``overall`` (the mean over paradigms), ``phenomenon:<name>`` (BLiMP: the mean over its paradigms) and
+``overall`` (the share of all pairs), ``mean-over-groups`` (the mean over paradigms, the BLiMP authors' overall:
+the same for BLiMP's equal-sized paradigms), ``phenomenon:<name>`` (BLiMP: the mean over its paradigms) and
 ``paradigm:<group>``; metrics ``accuracy`` (the headline), ``coverage`` (pairs whose differing words are all
 in the head's vocabulary) and ``accuracy_covered`` (left out where no pair is covered), each with a 95 %
 bootstrap CI over pairs. For BLiMP, the first encoder's job adds the authors' models and human agreement
@@ -56,8 +57,10 @@ class MinimalPairsOptions:
 
 
 def group_split(level: str, group: str) -> str:
-    """The ``split`` of a row: ``overall``, ``phenomenon:<name>`` or ``paradigm:<group>``."""
-    return group if level == "overall" else f"{level}:{group}"
+    """The ``split`` of a row: ``overall``, ``mean-over-groups``, ``phenomenon:<name>`` or ``paradigm:<group>``."""
+    from probing.lm.pairs import MEAN_OVER_GROUPS, OVERALL
+
+    return group if level in (OVERALL, MEAN_OVER_GROUPS) else f"{level}:{group}"
 
 
 def _parse(t: Table) -> dict[str, Any]:
