@@ -165,10 +165,10 @@ def resolve_path(value: str, base: Path) -> Path:
 
 def parse_options(cls: type[T], table: Table) -> T:
     """A kind's options dataclass ``cls`` (a task kind's, an encoder kind's) read from its table through
-    :class:`Table` (so an unknown or malformed key is an error naming file, key and expectation): each field by its type (``str``,
-    ``int``, ``float``, ``bool``, each optionally ``| None``), defaulting to the field's default (a field
-    without one is required); ``metadata={"choices": (...)}`` limits a string, ``{"minimum": n}`` an integer
-    (default 0). A float is read as a positive finite number."""
+    :class:`Table` (so an unknown or malformed key is an error naming file, key and expectation): each field by
+    its type (``str``, ``int``, ``float``, ``bool``, each optionally ``| None``), defaulting to the field's
+    default (a field without one is required); ``metadata={"choices": (...)}`` limits a string,
+    ``{"minimum": n}`` an integer (default 0). A float is read as a positive finite number."""
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
