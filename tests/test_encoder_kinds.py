@@ -271,3 +271,24 @@ def test_an_encoder_kind_from_outside_runs_through_the_cli_and_the_report(kinds,
     enc = get_encoder("spelling:3")
     assert (enc.name, enc.encode([["Ab"]])[0][0, 0].tolist()) == ("spelling", [6.0, 3.0, 3.0, 3.0])
     capsys.readouterr()
+
+
+def test_every_name_the_encoders_module_defined_is_still_importable():
+    """The names probing/encoders.py defined before it became a package (its own definitions, not its imports)."""
+    import probing.encoders
+
+    before = [
+        "ELMO_COMPUTE_VERSION",
+        "FINGERPRINT_VERSION",
+        "VOCAB_FILES",
+        "ElmoEncoder",
+        "Encoder",
+        "GloveEncoder",
+        "RandomElmoEncoder",
+        "elmo_code_digest",
+        "elmo_options_path",
+        "get_encoder",
+        "training_vocabulary",
+        "weights_in_folder",
+    ]
+    assert [name for name in before if not hasattr(probing.encoders, name)] == []
