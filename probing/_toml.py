@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import difflib
 import math
+import typing
 from collections.abc import Callable
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from probing.errors import COUNT_MAX, ProbingError, integer_range, is_count
 
@@ -20,6 +22,7 @@ class ExperimentError(ProbingError, ValueError):
 
 
 _REQUIRED = object()
+T = TypeVar("T")
 
 
 class Table:
@@ -158,3 +161,32 @@ class Table:
 def resolve_path(value: str, base: Path) -> Path:
     p = Path(value).expanduser()
     return p if p.is_absolute() else base / p
+
+
+def parse_options(cls: type[T], table: Table) -> T:
+    """A kind's options dataclass ``cls`` (a task kind's, an encoder kind's) read from its table through
+    :class:`Table` (so an unknown or malformed key is an error naming file, key and expectation): each field by
+    its type (``str``, ``int``, ``float``, ``bool``, each optionally ``| None``), defaulting to the field's
+    default (a field without one is required); ``metadata={"choices": (...)}`` limits a string,
+    ``{"minimum": n}`` an integer (default 0). A float is read as a positive finite number."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        kind = hints[f.name]
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        base = args[0] if len(args) == 1 else kind
+        default: dict[str, Any] = {} if f.default is MISSING else {"default": f.default}  # none: required
+        meta = f.metadata
+        if base is bool:
+            value = table.boolean(f.name, **default)
+        elif base is int:
+            value = table.integer(f.name, minimum=meta.get("minimum", 0), **default)
+        elif base is float:
+            value = table.number(f.name, **default)
+            value = None if value is None else float(value)
+        elif base is str:
+            value = table.string(f.name, choices=meta.get("choices"), **default)
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name}: options fields are str, int, float or bool, not {kind}")
+        values[f.name] = value
+    return cls(**values)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from probing.corpora.base import Corpus
+from probing.encoders import ENCODER_KINDS
 from probing.errors import InputError
 from probing.experiment.runner import run_experiment
 from probing.experiment.spec import parse_experiment
@@ -27,11 +28,6 @@ from probing.probes.linear import LinearProbe
 from probing.protocols import StoreLike
 
 Data = str | Corpus
-ENCODER_SHORTHANDS: dict[str, dict[str, Any]] = {
-    "elmo": {"name": "elmo", "kind": "elmo", "model": "default"},
-    "random-elmo": {"name": "random-elmo", "kind": "random-elmo", "model": "default"},
-    "glove": {"name": "glove", "kind": "glove"},
-}
 QUICK_PROBE: dict[str, Any] = {"C": [0.01, 1.0, 100.0], "mix": False, "concat": False}
 """``probe_layers``'s ``[probe]`` defaults unless ``thorough=True``: every layer and its control task, over a
 coarse C grid (steps of 100 across the range where probes of ELMo, GloVe and a random ELMo land)."""
@@ -40,15 +36,15 @@ coarse C grid (steps of 100 across the range where probes of ELMo, GloVe and a r
 def _encoder_table(encoder: str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(encoder, Mapping):
         return dict(encoder)
-    if encoder in ENCODER_SHORTHANDS:
-        return dict(ENCODER_SHORTHANDS[encoder])
+    if encoder in ENCODER_KINDS:
+        return {"name": encoder, "kind": encoder}  # the kind's defaults (ELMo kinds: the bundled model)
     from probing.elmo.hub import REGISTRY
 
     if encoder in REGISTRY:
         return {"name": encoder, "kind": "elmo", "model": encoder}
     raise InputError(
-        f"unknown encoder {encoder!r}: give elmo, random-elmo, glove, a checkpoint name ({', '.join(REGISTRY)}) "
-        "or an [[encoders]] table as a dict"
+        f"unknown encoder {encoder!r}: give an encoder kind ({', '.join(ENCODER_KINDS)}), a checkpoint name "
+        f"({', '.join(REGISTRY)}) or an [[encoders]] table as a dict"
     )
 
 

