@@ -66,7 +66,7 @@ class EncoderLike(Protocol):
 
 @runtime_checkable
 class CorpusLike(Protocol):
-    """A named split that streams ``probing.corpora.Sentence``s and hashes its content. One that also has
+    """A named split that streams ``probing.corpora.Sentence`` objects and hashes its content. One that also has
     ``fingerprint_and_lengths(copy_to=)`` and ``from_records`` (as ``probing.corpora.Corpus`` does) is
     parsed once per extraction instead of three times."""
 

@@ -620,21 +620,21 @@ def draw_figures(
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
-        Each task's kind (``kinds``: task -> kind name, from the run's provenance; else inferred from the
-        metrics, :func:`probing.tasks.task_kinds`) decides its figures, never its name. Per task, dataset and
-        split with the kind's headline: ``layer_scores_*`` (``syntax_*`` when the kind draws metrics
-        ``beside`` its headline, e.g. a structural probe's Spearman correlation), then the kind's own
-        ``figures`` hook's figures (``<stem>_*``) and, when control-task accuracy rows exist, ``selectivity_*``
-        (the suffix is the task, plus dataset and split when the task was scored on several); then
-        ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
-        ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
-        rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
-        per task and test part with rows in ``learning_curve`` (a ``learning_curve.csv`` table),
-        ``learning_curve_*``;
-        then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
-        both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.figures.overview_tasks`:
+    Each task's kind (``kinds``: task -> kind name, from the run's provenance; else inferred from the
+    metrics, :func:`probing.tasks.task_kinds`) decides its figures, never its name. Per task, dataset and
+    split with the kind's headline: ``layer_scores_*`` (``syntax_*`` when the kind draws metrics
+    ``beside`` its headline, e.g. a structural probe's Spearman correlation), then the kind's own
+    ``figures`` hook's figures (``<stem>_*``) and, when control-task accuracy rows exist, ``selectivity_*``
+    (the suffix is the task, plus dataset and split when the task was scored on several); then
+    ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
+    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
+    rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
+    per task and test part with rows in ``learning_curve`` (a ``learning_curve.csv`` table),
+    ``learning_curve_*``;
+    then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
+    both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.figures.overview_tasks`:
     tagging and WSD); ``similarity_<measure>`` (linear CKA when
-        present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
+    present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
     """
     agg = aggregate(results)
     all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))

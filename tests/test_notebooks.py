@@ -5,7 +5,8 @@ temporary working directory, with ``PROBING_CACHE`` in a temporary folder and
 ``PROBING_NOTEBOOK_QUICK=1`` (the small sizes each notebook documents at its top). One extra cell,
 appended in memory only, prints a JSON summary of the notebook's own variables; the checks below hold
 those values against what the notebook's text promises and, where possible, against values
-recomputed here from the data. The stored notebooks must carry no outputs.
+recomputed here from the data. The stored notebooks must carry no outputs. With ``PROBING_NOTEBOOK_OUTPUTS``
+set, each executed notebook (without the summary cell) is saved there for the documentation to render.
 """
 
 from __future__ import annotations
@@ -191,7 +192,22 @@ def run_notebook(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, object, 
     assert "TqdmWarning" not in printed, f"{name}: tqdm found no ipywidgets (the dev extra installs it)"
     text = "".join(out.get("text", "") for out in nb.cells[-1].outputs if out.get("name") == "stdout")
     line = next(l for l in text.splitlines() if l.startswith(MARK))
+    save_executed(name, nb)
     return json.loads(line[len(MARK) :]), nb, work
+
+
+def save_executed(name: str, nb) -> None:
+    """With ``$PROBING_NOTEBOOK_OUTPUTS`` set (CI sets it), keep the executed notebook there, without the summary
+    cell appended above: the documentation renders these copies instead of executing the notebooks again."""
+    folder = os.environ.get("PROBING_NOTEBOOK_OUTPUTS")
+    if not folder:
+        return
+    copy = nbformat.from_dict(nb)
+    copy.cells = copy.cells[:-1]
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    tmp = Path(folder) / f".{name}.{os.getpid()}.tmp"
+    nbformat.write(copy, tmp)
+    tmp.replace(Path(folder) / f"{name}.ipynb")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,20 +1,24 @@
 """Named datasets: where each is found, how a user gets it, and how it is read.
 
 ``load(name, split)`` looks for a dataset, in this order:
+
 1. ``path=``: a file, the folder holding the files, or a root laid out like ``shared/data`` (or, for the
    WSD sets, Raganato's unpacked ``WSD_Evaluation_Framework``); when it is given, nothing else is searched;
 2. ``$PROBING_DATA``, laid out like ``shared/data``: ``ud/en_ewt/``, ``wsd/<name>/``, ``nltk_data/``;
 3. for NLTK corpora, every folder on NLTK's data path (``$NLTK_DATA``, ``~/nltk_data``, ...);
 4. ``probing.paths.cache_dir()/data``, the same layout, where ``get(name)`` puts downloads;
 5. for ``demo-ud`` and ``demo-semcor`` only, the slices bundled in ``probing/resources/data``.
+
 A full dataset never falls back to its bundled demo slice. Files may be gzip-compressed (``*.gz``).
 
 Deterministic splits made here:
+
 - ``ptb-sample`` (NLTK's 10% Penn Treebank sample, 199 files): train = wsj_0001-wsj_0159,
   dev = wsj_0160-wsj_0179, test = wsj_0180-wsj_0199.
 - ``semcor``: ``all``; or by document, in file order: the document with 0-based index ``i`` is in
   ``test`` when ``i % 5 == 4`` (70 of SemCor's 352 documents), else in ``train``.
 - ``conll2000``: NLTK's ``train.txt`` and ``test.txt``.
+
 The WSD test sets have the single split ``test``; brown, masc and semcor have ``all``.
 
 Your own files need no registry entry: ``load`` also takes a *file spec*, ``conllu:PATH`` (CoNLL-U, every

@@ -244,7 +244,7 @@ def run_experiment(
     first job runs; it reaches its total when the last job has finished. Provenance lists the reused jobs under
     ``cached_jobs``, each task's headline metric under ``headlines`` and warnings (5 % or more of a dev or
     test split's sentences also in training, once per pair of splits; a C chosen at an end of the grid, a fit
-    that hit max_iter) under ``warnings``; they are also issued as ``UserWarning``s.
+    that hit max_iter) under ``warnings``; they are also issued as ``UserWarning`` warnings.
 
     ``device`` runs every model and probe there (:func:`probing.devices.use_device`; default CUDA when
     available, else CPU); provenance records it under ``device``. It is in no cache key: results on every

@@ -93,7 +93,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     C : inverse L2 strength, exactly as in ``sklearn.linear_model.LogisticRegression``.
     fit_intercept : learn an unpenalised per-class intercept.
     max_iter : L-BFGS iterations, or Adam epochs.
-    tol : L-BFGS stops when max |gradient| <= tol, measured in the preconditioned coordinates
+    tol : L-BFGS stops when ``max |gradient| <= tol``, measured in the preconditioned coordinates
         (where the Hessian is bounded by about the identity, so tol bounds the distance to the
         optimum more uniformly than sklearn's raw-coordinate gradient does);
         Adam stops when the dev log-loss has not improved by more than ``tol`` for

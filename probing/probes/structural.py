@@ -468,7 +468,7 @@ def run_structural(
 def position_baseline(
     test_store: StoreLike, kind: str, *, n_boot: int = 1000, seed: int = 0
 ) -> list[tuple[str, float, float, float]]:
-    """The linear-position baseline's rows on ``test_store`` (|i - j| distances, left-branching depths)."""
+    """The linear-position baseline's rows on ``test_store`` (``|i - j|`` distances, left-branching depths)."""
     kind = check_kind(kind)
     trees = store_trees(test_store)
     lengths = [len(h) for h in trees]

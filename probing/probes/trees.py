@@ -76,7 +76,7 @@ def tree_depths(heads: Sequence[int] | np.ndarray) -> np.ndarray:
 def tree_distances(heads: Sequence[int] | np.ndarray) -> np.ndarray:
     """Number of arcs on the path between words i and j of the tree.
 
-    With A the ancestor-or-self matrix, d(i, j) = |A_i| + |A_j| - 2 |A_i & A_j|: the shared
+    With A the ancestor-or-self matrix, ``d(i, j) = |A_i| + |A_j| - 2 |A_i & A_j|``: the shared
     ancestors are exactly those of the lowest common ancestor.
 
     Parameters
@@ -172,7 +172,7 @@ def mst_edges(distances: np.ndarray, punct: Sequence[bool] | np.ndarray | None =
 
 
 def position_distances(lengths: Sequence[int]) -> list[np.ndarray]:
-    """Linear-position baseline for distances: |i - j| for every pair.
+    """Linear-position baseline for distances: ``|i - j|`` for every pair.
 
     Parameters
     ----------
