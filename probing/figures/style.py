@@ -15,7 +15,6 @@ from matplotlib.figure import Figure
 from probing._io import atomic_path
 from probing.errors import InputError
 from probing.results import metric as metric_info
-from probing.tasks import metrics as _builtin_metrics  # noqa: F401  (registers the built-in kinds' metrics)
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = {

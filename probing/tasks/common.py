@@ -184,11 +184,12 @@ T = TypeVar("T")
 
 
 def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> Mapping[str, Figure]:
-    """Every built-in kind's figure hook: the present-vs-used figure when the task has erased or intervened rows
-    (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
+    """Every built-in kind's figure hook: the present-vs-used figure on the task's headline when the task has
+    erased or intervened rows (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
     from probing.figures.erasure import erasure_figures as draw
+    from probing.tasks.registry import headline_metrics
 
-    return draw(results, task, dataset, split)
+    return draw(results, task, dataset, split, headline_metrics(results[results["task"] == task])[task])
 
 
 def parse_options(cls: type[T], table: Table) -> T:

@@ -39,6 +39,7 @@ from probing.probes.structural import (
     uuas_counts,
 )
 from probing.results import BASELINE_ENCODER, make_row
+from probing.results.metrics import DEPTH_METRICS, DISTANCE_METRICS
 from probing.tasks.common import (
     Job,
     Part,
@@ -54,7 +55,6 @@ from probing.tasks.common import (
     fraction_row,
     parse_options,
 )
-from probing.tasks.metrics import DEPTH_METRICS, DISTANCE_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
