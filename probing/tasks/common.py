@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from probing.errors import InputError, ProbingError
+from probing.probes.solver import DEFAULT_CS
 from probing.probes.stats import bootstrap_ci
 from probing.protocols import StoreLike
 from probing.results import Metric, make_row
@@ -45,7 +46,7 @@ class ProbeSettings:
     bootstrap resamples of the training sentences, to show its weights' spread.
     """
 
-    Cs: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+    Cs: tuple[float, ...] = DEFAULT_CS
     max_iter: int = 100
     mix_max_iter: int = 300
     tol: float = 1e-4
