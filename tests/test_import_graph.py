@@ -39,6 +39,7 @@ RANKS = {
     "layers": 0,
     "tokenize": 0,
     "download": 0,
+    "palette": 0,
     # 1: data
     "corpora": 1,
     "wordnet": 1,

@@ -32,11 +32,12 @@ import pandas as pd
 from probing._io import atomic_open, atomic_path, sha256_file
 from probing.errors import InputError, ProbingError
 from probing.identity import code_identity, digest
+from probing.palette import CATEGORY_COLOURS
 from probing.paths import cache_dir
 from probing.protocols import StoreLike
 from probing.views.neighbors import _layer_index, _store_layer_names
 from probing.views.senses import LemmaSelection, first_sense, lemma_rows, sense_separation
-from probing.views.umap import OKABE_ITO, OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
+from probing.views.umap import OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
 
 Gloss = Callable[[str], str]
 COLOUR_BY = ("sense", "pos", "form", "corpus")
@@ -344,7 +345,7 @@ def _sense_colours(
     gloss_of = dict(zip(keys, glosses))
     for s in dict.fromkeys(sets):
         mask = sets == s
-        colours, legend = _palette_colours(keys[mask], OKABE_ITO)
+        colours, legend = _palette_colours(keys[mask], CATEGORY_COLOURS)
         out[mask] = colours
         named = [(c, f"{v} {gloss_of.get(v, '')}".strip() if v != "other / none" else v, n) for c, v, n in legend]
         legends.append((str(s), named))
@@ -586,8 +587,8 @@ def _scores(
 def _legends(points: pd.DataFrame) -> dict[str, str]:
     sense_c, sense_leg = _sense_colours(points["set"].to_numpy(), points["sense"].to_numpy(), points["gloss"].tolist())
     pos_c, pos_leg = _palette_colours(points["upos"].to_numpy(), TOL_MUTED)
-    form_c, form_leg = _palette_colours(points["form"].to_numpy(), OKABE_ITO)
-    corpus_c, corpus_leg = _palette_colours(points["corpus"].to_numpy(), OKABE_ITO)
+    form_c, form_leg = _palette_colours(points["form"].to_numpy(), CATEGORY_COLOURS)
+    corpus_c, corpus_leg = _palette_colours(points["corpus"].to_numpy(), CATEGORY_COLOURS)
     points["c_sense"], points["c_pos"], points["c_form"], points["c_corpus"] = sense_c, pos_c, form_c, corpus_c
     return {
         "sense": _legend_html(sense_leg),
