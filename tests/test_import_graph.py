@@ -220,3 +220,17 @@ def test_an_injected_upward_import_and_circle_are_caught(tmp_path):
     assert "probing/elmo/injected.py:2: elmo (rank 2) imports probing.figures" in report(circle)
     # the original tree has neither: the injected lines are what the checks found
     assert not upward(edges()) and not cycles(edges())
+
+
+def test_probes_name_no_task_kind():
+    """``probes/`` sits below the task kinds: no string constant of it is a kind's name (the structural
+    kinds map their names to the probes' ``"distance"``/``"depth"`` in ``probing.tasks.structural``)."""
+    from probing.tasks import TASK_KINDS
+
+    found = [
+        f"{path.relative_to(PACKAGE.parent).as_posix()}:{c.lineno}: {c.value!r}"
+        for path in sorted((PACKAGE / "probes").rglob("*.py"))
+        for c in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(c, ast.Constant) and c.value in TASK_KINDS
+    ]
+    assert not found, "task kind names in probes/:\n" + "\n".join(found)
