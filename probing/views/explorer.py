@@ -477,11 +477,53 @@ def explore(
         ]
     )
     keep = stratified_sample(strata, max_points, seed)
+    layer_idx = [_layer_index(layer, names0) for layer in layer_list]
+    panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
+    points, stacked, row_key = _sampled(picked, keep, panel_names, layer_idx)
+    points["gloss"] = _gloss_text(points["sense"].to_numpy(), gloss)
+    panels = list(panel_names)
+    if glove is not None:
+        gv, oov = glove.lookup(points["word"].tolist())
+        gv[oov] = np.nan
+        stacked[GLOVE_PANEL] = gv
+        panels.append(GLOVE_PANEL)
+    glove_id = str(getattr(glove, "fingerprint", glove))
+    used_methods, neighbours = _place(
+        points, stacked, panels, row_key, glove_id, method=method, seed=seed, cache=cache, k=k
+    )
+    scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
+    settings = {
+        "n_shown": len(points),
+        "n_total": int(n_total),
+        "max_points": max_points,
+        "seed": seed,
+        "method": method,
+        "method_used": used_methods,
+        "k": k,
+        "color": "form" if all_forms and color == "sense" and lemmas else color,
+        "all_forms": all_forms,
+        "corpora": sorted(set(points["corpus"])),
+        "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
+    }
+    ex = Explorer(
+        points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas), width=width
+    )
+    ex.legends = _legends(points)
+    return ex
+
+
+def _sampled(
+    picked: list[tuple[int, StoreLike, np.ndarray, np.ndarray, Any]],
+    keep: np.ndarray,
+    panel_names: list[str],
+    layer_idx: list[int],
+) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[tuple[str, str]]]:
+    """The sampled occurrences: ``keep`` indexes the stores' selections ``picked`` one after another. Returns
+    their rows (store, row, corpus, set, ids, word, form, lemma, POS, first sense, senses, sentence), each
+    layer panel's vectors in that order, and the digest of the rows (the projections' cache key)."""
     offsets = np.cumsum([0] + [len(p[2]) for p in picked])
     frames = []
     vectors: dict[str, list[np.ndarray]] = {}
-    layer_idx = [_layer_index(layer, names0) for layer in layer_list]
-    panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
     key_parts = []
     for (i, st, rows, sets, _), lo, hi in zip(picked, offsets[:-1], offsets[1:]):
         mine = keep[(keep >= lo) & (keep < hi)] - lo
@@ -513,15 +555,24 @@ def explore(
         for name, li in zip(panel_names, layer_idx):
             vectors.setdefault(name, []).append(np.asarray(st.layer(li)[r], dtype=np.float32))
     points = pd.concat(frames, ignore_index=True)
-    points["gloss"] = _gloss_text(points["sense"].to_numpy(), gloss)
-    stacked = {name: np.vstack(parts) for name, parts in vectors.items()}
-    panels = list(panel_names)
-    if glove is not None:
-        gv, oov = glove.lookup(points["word"].tolist())
-        gv[oov] = np.nan
-        stacked[GLOVE_PANEL] = gv
-        panels.append(GLOVE_PANEL)
-    row_key = _rows_digest(key_parts)
+    return points, {name: np.vstack(parts) for name, parts in vectors.items()}, _rows_digest(key_parts)
+
+
+def _place(
+    points: pd.DataFrame,
+    stacked: dict[str, np.ndarray],
+    panels: list[str],
+    row_key: list[tuple[str, str]],
+    glove_id: str,
+    *,
+    method: str,
+    seed: int,
+    cache: bool,
+    k: int,
+) -> tuple[dict[str, str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Per panel of ``stacked`` vectors: the 2-D projection (cached by the rows' digest ``row_key`` and the
+    layer, or GloVe's ``glove_id``) and the groups of identical vectors, as columns ``x_``, ``y_``, ``rep_``,
+    ``dup_`` of ``points``; returns the method each panel used and its ``k`` nearest distinct neighbours."""
     used_methods = {}
     neighbours = {}
     groups = (points["store"].astype(str) + "\t" + points["sentence_id"]).to_numpy()
@@ -532,7 +583,7 @@ def explore(
         if ok.any():
             pkey = {"rows": row_key, "layer": name}
             if name == GLOVE_PANEL:
-                pkey = {"rows": row_key, "glove": str(getattr(glove, "fingerprint", glove))}
+                pkey = {"rows": row_key, "glove": glove_id}
             c, used = cached_projection(x[ok], pkey, method=method, seed=seed, cache=cache)
             coords[ok] = c
             used_methods[name] = used
@@ -542,25 +593,7 @@ def explore(
         points[f"y_{name}"] = coords[:, 1]
         points[f"rep_{name}"], points[f"dup_{name}"] = rep, count
         neighbours[name] = _distinct_neighbours(np.where(ok[:, None], x, 0.0), rep, count, k, groups)
-    scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
-    settings = {
-        "n_shown": len(points),
-        "n_total": int(n_total),
-        "max_points": max_points,
-        "seed": seed,
-        "method": method,
-        "method_used": used_methods,
-        "k": k,
-        "color": "form" if all_forms and color == "sense" and lemmas else color,
-        "all_forms": all_forms,
-        "corpora": sorted(set(points["corpus"])),
-        "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
-    }
-    ex = Explorer(
-        points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas), width=width
-    )
-    ex.legends = _legends(points)
-    return ex
+    return used_methods, neighbours
 
 
 def _default_title(settings: dict, lemmas: Sequence[str] | None) -> str:

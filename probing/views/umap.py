@@ -398,53 +398,59 @@ def umap_layers(
                 ha="left",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5},
             )
-        info = fig.add_subplot(grid[r, n_cols])
-        info.axis("off")
-        handles = [
-            Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle="",
-                color=colour_of[g],
-                markersize=7,
-                label=part.loc[part["group"] == g, "label"].iat[0],
-            )
-            for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
-        ]
-        handles.append(
-            Line2D(
-                [],
-                [],
-                marker="*",
-                linestyle="",
-                color="black",
-                markerfacecolor="none",
-                markersize=12,
-                label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
-            )
-        )
-        info.legend(
-            handles=handles,
-            loc="upper left",
-            fontsize=7.5,
-            frameon=False,
-            title=f"{first['selection']}: {first['n_total']:,} occurrences",
-            title_fontsize=8.5,
-        )
-        notes = []
-        note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
-        if note:
-            notes.append(note)
-        if glove is not None:
-            notes.append(_glove_note(glove, lemma))
-        if notes:
-            info.text(
-                0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes
-            )
+        _draw_lemma_info(fig.add_subplot(grid[r, n_cols]), part, groups, colour_of, glove, lemma)
     what = "WordNet sense" if color_by == "sense" else color_by
     fig.suptitle(f"Occurrences by {what}, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
     return fig
+
+
+def _draw_lemma_info(
+    info: Axes, part: pd.DataFrame, groups: list[str], colour_of: dict[str, str], glove: Any, lemma: str
+) -> None:
+    """The column beside a lemma's maps: the legend of its groups (most frequent first, "other" last) and of
+    the type-average star, then the sample note and, with ``glove``, the word's GloVe type neighbours."""
+    first = part.iloc[0]
+    info.axis("off")
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=colour_of[g],
+            markersize=7,
+            label=part.loc[part["group"] == g, "label"].iat[0],
+        )
+        for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
+    ]
+    handles.append(
+        Line2D(
+            [],
+            [],
+            marker="*",
+            linestyle="",
+            color="black",
+            markerfacecolor="none",
+            markersize=12,
+            label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
+        )
+    )
+    info.legend(
+        handles=handles,
+        loc="upper left",
+        fontsize=7.5,
+        frameon=False,
+        title=f"{first['selection']}: {first['n_total']:,} occurrences",
+        title_fontsize=8.5,
+    )
+    notes = []
+    note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
+    if note:
+        notes.append(note)
+    if glove is not None:
+        notes.append(_glove_note(glove, lemma))
+    if notes:
+        info.text(0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes)
 
 
 def _draw_groups(ax: Axes, occ: pd.DataFrame, groups: list[str], colour_of: dict[str, str]) -> None:
