@@ -15,6 +15,7 @@ or the root package itself (``probing``: ``__version__``; it imports nothing).
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,3 +235,41 @@ def test_probes_name_no_task_kind():
         if isinstance(c, ast.Constant) and c.value in TASK_KINDS
     ]
     assert not found, "task kind names in probes/:\n" + "\n".join(found)
+
+
+def design_diagram() -> dict[str, tuple[int, set[str]]]:
+    """DESIGN.md's diagram (its first code block) read back: node -> (rank, the nodes of rank 1 and up it
+    imports). A line is ``rank N  LABEL`` in the first 24 columns (no ``rank`` on a continued line), then
+    ``node ──► a, b, ...`` entries two spaces apart (a node alone imports nothing above rank 0); notes in
+    parentheses are left out. Rank 0 lists its nodes only."""
+    block = (PACKAGE.parent / "DESIGN.md").read_text(encoding="utf-8").split("```")[1]
+    out: dict[str, tuple[int, set[str]]] = {}
+    rank, last = -1, ""
+    for line in block.strip("\n").splitlines():
+        label, content = line[:24], re.sub(r"\([^)]*\)", "", line[24:])
+        starts = label.startswith("rank")
+        if starts:
+            rank = int(label.split()[1])
+        for segment in filter(None, (s.strip().rstrip(",") for s in re.split(r"\s{2,}", content))):
+            if "──►" in segment:
+                last, targets = (s.strip() for s in segment.split("──►"))
+                out[last] = (rank, {t.strip() for t in targets.split(",") if t.strip()})
+            elif starts and rank > 0:
+                out.update({name.strip(): (rank, set()) for name in segment.split(",")})
+            elif rank > 0:
+                out[last][1].update(t.strip() for t in segment.split(",") if t.strip())
+            else:
+                out.update({name: (0, set()) for name in re.findall(r"\b[a-z_]+\b", segment) if name in RANKS})
+    return out
+
+
+def test_the_design_diagram_is_the_import_graph():
+    """Every node is drawn at its rank with exactly the nodes above rank 0 it imports (DESIGN.md)."""
+    actual: dict[str, set[str]] = {n: set() for n in RANKS}
+    for e in edges():
+        if RANKS[e.target] > 0:
+            actual[e.source].add(e.target)
+    drawn = design_diagram()
+    assert {n: r for n, (r, _) in drawn.items()} == {n: r for n, r in RANKS.items() if n != "probing"}
+    wrong = {n: (sorted(targets), sorted(actual[n])) for n, (_, targets) in drawn.items() if targets != actual[n]}
+    assert not wrong, f"DESIGN.md's diagram (drawn, real): {wrong}"
