@@ -94,7 +94,6 @@ def main() -> None:
     ]
     table: dict[str, dict[str, str]] = {}
     for task in args.tasks.split(","):
-        kind = f"structural-{task}"
         for name, model, layer in rows:
             cell = table.setdefault(name, {})
             if model is None:
@@ -116,7 +115,7 @@ def main() -> None:
                 probe.fit(train_X, fit_trees["train"], dev_X, fit_trees["dev"])
                 fit_s, epochs = time.perf_counter() - t, probe.n_epochs_
                 pred, test_trees = probe.predict(X["test"]), fit_trees["test"]
-            for metric, v, lo, hi in scores_with_ci(kind, pred, test_trees, punct, n_boot=args.n_boot):
+            for metric, v, lo, hi in scores_with_ci(task, pred, test_trees, punct, n_boot=args.n_boot):
                 cell[metric] = fmt(metric, v, lo, hi)
             cell[f"fit_{task}"] = f"{fit_s:.0f} s / {epochs} ep"
             print(f"{task:8s} {name:32s} {cell}  peak RSS {peak_rss_mib():.0f} MiB", flush=True)

@@ -36,7 +36,7 @@ def main() -> None:
     )
     print(f"{'kind':<20} {'layer':>5} {'wall s':>8} {'cpu s':>8}  scores")
     cpu_by_kind: dict[str, list[float]] = {}
-    for kind in ("structural-distance", "structural-depth"):
+    for kind in ("distance", "depth"):
         for layer in args.layers:
             t0, c0 = time.time(), time.process_time()
             rows = run_structural(stores["train"], stores["dev"], stores["test"], layer, kind, n_boot=200)

@@ -597,16 +597,8 @@ def _store_options(p: argparse.ArgumentParser, required: bool) -> None:
     _quiet(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from probing.store.format import CHUNK_TOKENS
-
-    parser = argparse.ArgumentParser(
-        prog="probing",
-        description="Look inside ELMo, layer by layer.",
-        epilog="probing CMD --help describes each command.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="CMD")
-
+def _add_demo(sub: Any) -> None:
+    """The ``probing demo`` command's arguments."""
     p = sub.add_parser(
         "demo",
         help="the offline end-to-end run: probes, figures and report on the bundled data",
@@ -623,6 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quick", action="store_true", help="reduced size (200 sentences per split): a smoke run")
 
+
+def _add_embed(sub: Any) -> None:
+    """The ``probing embed`` command's arguments."""
     p = sub.add_parser(
         "embed",
         help="ELMo vectors of a text file, in the HDF5 layout of `allennlp elmo`",
@@ -648,6 +643,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _quiet(p)
 
+
+def _add_download(sub: Any) -> None:
+    """The ``probing download`` command's arguments."""
     p = sub.add_parser(
         "download",
         help="fetch an official ELMo checkpoint into the cache, or list them",
@@ -662,6 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also fetch the checkpoint's LM softmax and vocabulary (for probing score; 'original' only)",
     )
 
+
+def _add_score(sub: Any) -> None:
+    """The ``probing score`` command's arguments."""
     p = sub.add_parser(
         "score",
         help="per-word forward and backward log-probabilities of a text file (ELMo as a language model)",
@@ -675,6 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", metavar="TXT", help="the softmax's vocabulary, one token a line")
     _device(p)
 
+
+def _add_data(sub: Any) -> None:
+    """The ``probing data`` command's arguments."""
     p = sub.add_parser(
         "data",
         help="list the datasets and where they were found, or get one",
@@ -684,6 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
     g.add_argument("name", help="dataset name (see probing data list), or blimp (minimal pairs)")
+
+
+def _add_extract(sub: Any) -> None:
+    """The ``probing extract`` command's arguments."""
+    from probing.store.format import CHUNK_TOKENS
 
     p = sub.add_parser(
         "extract",
@@ -718,6 +727,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"tokens encoded and written per chunk; shards are whole chunks (default {CHUNK_TOKENS})",
     )
 
+
+def _add_run(sub: Any) -> None:
+    """The ``probing run`` command's arguments."""
     p = sub.add_parser(
         "run",
         help="run a TOML probing experiment and print its summary",
@@ -744,6 +756,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _quiet(p)
 
+
+def _add_report(sub: Any) -> None:
+    """The ``probing report`` command's arguments."""
     p = sub.add_parser(
         "report",
         help="figures and the HTML report of a finished run, without re-running it",
@@ -761,6 +776,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="figure file formats (default png svg)",
     )
 
+
+def _add_neighbors(sub: Any) -> None:
+    """The ``probing neighbors`` command's arguments."""
     p = sub.add_parser(
         "neighbors",
         help="nearest neighbours: GloVe word types, or a word's occurrences per layer",
@@ -795,6 +813,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--glosses", action="store_true", help="add WordNet glosses of the neighbours' senses")
 
+
+def _add_explore(sub: Any) -> None:
+    """The ``probing explore`` command's arguments."""
     p = sub.add_parser(
         "explore",
         help="an interactive occurrence explorer per layer, as one offline HTML file",
@@ -814,6 +835,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=5, metavar="K", help="nearest occurrences listed on click (default 5)")
     p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write")
 
+
+def _add_random_weights(sub: Any) -> None:
+    """The ``probing random-weights`` command's arguments."""
     p = sub.add_parser(
         "random-weights",
         help="write a seeded random ELMo in the official layout",
@@ -830,6 +854,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored dtype")
 
+
+def _add_pretrain(sub: Any) -> None:
+    """The ``probing pretrain`` command's arguments."""
     p = sub.add_parser(
         "pretrain",
         help="pretrain an ELMo-style biLM on raw text (resumable)",
@@ -872,6 +899,31 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["fp32", "bf16", "auto"],
         help="training arithmetic: bf16 autocast, or auto = bf16 where the CPU has it natively (default fp32)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probing",
+        description="Look inside ELMo, layer by layer.",
+        epilog="probing CMD --help describes each command.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="CMD")
+
+    for add in (
+        _add_demo,
+        _add_embed,
+        _add_download,
+        _add_score,
+        _add_data,
+        _add_extract,
+        _add_run,
+        _add_report,
+        _add_neighbors,
+        _add_explore,
+        _add_random_weights,
+        _add_pretrain,
+    ):
+        add(sub)
     return parser
 
 

@@ -632,13 +632,13 @@ def draw_figures(
     per task and test part with rows in ``learning_curve`` (a ``learning_curve.csv`` table),
     ``learning_curve_*``;
     then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
-    both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.figures.overview_tasks`:
+    both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.tasks.overview_panels`:
     tagging and WSD); ``similarity_<measure>`` (linear CKA when
     present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
     """
     agg = aggregate(results)
     all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
-    from probing.tasks.registry import task_kinds
+    from probing.tasks.registry import overview_panels, task_kinds
 
     of = task_kinds(results, kinds, strict=False)
 
@@ -671,7 +671,7 @@ def draw_figures(
         if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
             out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
         if any(is_half(str(layer)) for layer in rows["layer"]):
-            out[f"directions_{name}"] = fg.directions(results, task, dataset=dataset, split=split)
+            out[f"directions_{name}"] = fg.directions(results, task, kind.headline, dataset=dataset, split=split)
         for vocabulary in ("glove", "train"):
             if f"accuracy-oov-{vocabulary}" in set(rows["metric"]):
                 out[f"oov_{vocabulary}_{name}"] = fg.oov_split(results, task, vocabulary, dataset=dataset, split=split)
@@ -700,7 +700,7 @@ def draw_figures(
         for (task, dataset, split, encoder), g in groups:
             name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")
             out[f"tag_gains_{name}"] = fg.tag_gains(g, task, encoder=encoder)
-    panels = fg.overview_tasks(results, kinds)
+    panels = overview_panels(results, kinds)
     if panels:
         first: dict[str, str] = {}
         for task, dataset, _ in keys:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from probing.figures import default_metric, split_layer
+from probing.figures import split_layer
 from probing.layers import is_half
 from probing.results.aggregate import aggregate
 from probing.results.schema import CONCAT_LAYER, MIX_LAYER, layer_sort_key, metric
@@ -81,7 +81,7 @@ def verdict(results: pd.DataFrame) -> list[Finding]:
     """One :class:`Finding` per task, dataset, split and encoder with single-layer rows on the headline
     metric, in the table's order (seeds averaged as in the figures). Tasks without a headline metric among
     their rows (e.g. MDL codelengths, measured on the training split) are left out."""
-    from probing.tasks import TASK_KINDS  # on first use: the kinds' modules import torch
+    from probing.tasks import TASK_KINDS, headline_metrics  # on first use: the kinds' modules import torch
 
     agg = aggregate(results)
     headlines = {kind.headline for kind in TASK_KINDS.values()}
@@ -89,7 +89,7 @@ def verdict(results: pd.DataFrame) -> list[Finding]:
     for (task, dataset, split), g in agg.groupby(["task", "dataset", "split"], sort=False):
         if not set(g["metric"]) & headlines:
             continue
-        name = default_metric(g, str(task))
+        name = headline_metrics(g)[str(task)]
         better = 1.0 if metric(name).higher_is_better else -1.0
         rows = g[(g["metric"] == name) & ~g["layer"].astype(str).map(is_half)]
         series: dict[str, list] = {}

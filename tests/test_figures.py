@@ -18,6 +18,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from probing import figures as F  # noqa: E402
+from probing.tasks import headline_metrics, overview_panels  # noqa: E402
 
 
 def row(task, encoder, layer, metric, value, lo=None, hi=None, *, dataset="ewt", split="test", seed=0):
@@ -114,8 +115,9 @@ def test_layer_scores_labels_and_title():
     assert "accuracy" in ax.get_ylabel() and "%" in ax.get_ylabel()
     assert "layer" in ax.get_xlabel()
     assert "upos" in ax.get_title() and "ewt" in ax.get_title() and "test" in ax.get_title()
-    # WSD defaults to F1 (the metric the WSD literature reports)
-    ax = F.layer_scores(make_results(), "wsd-1nn").axes[0]
+    # WSD's headline is F1 (the metric the WSD literature reports); the caller hands it to the figure
+    assert headline_metrics(make_results()) == {"upos": "accuracy", "wsd-1nn": "f1"}
+    ax = F.layer_scores(make_results(), "wsd-1nn", "f1").axes[0]
     assert ax.get_ylabel() == "F1 (%)"
 
 
@@ -165,7 +167,7 @@ def test_prefixed_layer_names_form_their_own_series_and_mix_comes_last():
             row("ptb", "elmo", "random-elmo:0", "accuracy", 0.84, 0.83, 0.85),
         ]
     )
-    ax = F.layer_scores(df, "ptb").axes[0]
+    ax = F.layer_scores(df, "ptb", "accuracy").axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "scalar mix"]
     np.testing.assert_allclose(errorbar(ax, "ELMo").lines[0].get_ydata(), [88, 97, 97.5])
     rnd = errorbar(ax, "random ELMo")
@@ -190,34 +192,34 @@ def test_close_baseline_labels_do_not_overlap():
 def test_layer_scores_errors_name_what_is_missing():
     df = make_results()
     with pytest.raises(ValueError, match=r"task 'xpos' not in results; available tasks: upos, wsd-1nn"):
-        F.layer_scores(df, "xpos")
+        F.layer_scores(df, "xpos", "accuracy")
     with pytest.raises(ValueError, match=r"no metric 'f1'.*accuracy"):
         F.layer_scores(df, "upos", "f1")
     two = pd.concat([df, df[df["task"] == "upos"].assign(dataset="gum")])
     with pytest.raises(ValueError, match=r"several datasets \(ewt, gum\); pass dataset="):
-        F.layer_scores(two, "upos")
-    assert F.layer_scores(two, "upos", dataset="gum").axes[0].get_title().startswith("upos (gum, test)")
+        F.layer_scores(two, "upos", "accuracy")
+    assert F.layer_scores(two, "upos", "accuracy", dataset="gum").axes[0].get_title().startswith("upos (gum, test)")
     only_baselines = df[(df["task"] == "upos") & (df["encoder"] == "baseline")]
     with pytest.raises(ValueError, match="no per-layer results"):
-        F.layer_scores(only_baselines, "upos")
+        F.layer_scores(only_baselines, "upos", "accuracy")
 
 
 def test_bad_results_tables_are_rejected():
     df = make_results()
     with pytest.raises(ValueError, match=r"missing column\(s\) \['ci_high'\]"):
-        F.layer_scores(df.drop(columns="ci_high"), "upos")
+        F.layer_scores(df.drop(columns="ci_high"), "upos", "accuracy")
     pct = df.assign(value=df["value"] * 100, ci_low=df["ci_low"] * 100, ci_high=df["ci_high"] * 100)
     with pytest.raises(ValueError, match="fractions, not percent"):
-        F.layer_scores(pct, "upos")
+        F.layer_scores(pct, "upos", "accuracy")
     bad_ci = df.copy()
     bad_ci.loc[0, "ci_high"] = 0.5  # below value 0.90
     with pytest.raises(ValueError, match=r"CI \[0.89, 0.5\] does not contain value 0.9"):
-        F.layer_scores(bad_ci, "upos")
+        F.layer_scores(bad_ci, "upos", "accuracy")
     with pytest.raises(ValueError, match="duplicate rows"):
-        F.layer_scores(pd.concat([df, df.iloc[[0]]]), "upos")
+        F.layer_scores(pd.concat([df, df.iloc[[0]]]), "upos", "accuracy")
     clash = pd.concat([df, pd.DataFrame([row("upos", "elmo", "random-elmo:0", "accuracy", 0.5)])])
     with pytest.raises(ValueError, match=r"series 'random-elmo' has two results for layer '0'"):
-        F.layer_scores(clash, "upos")
+        F.layer_scores(clash, "upos", "accuracy")
 
 
 # ---------------------------------------------------------------- selectivity
@@ -361,22 +363,24 @@ def test_tag_gains_errors():
 
 
 def test_overview_has_pos_and_wsd_panels():
-    fig = F.overview(make_results())
+    fig = F.overview(make_results(), overview_panels(make_results()))
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["upos (ewt, test)", "wsd-1nn (se-all, test)"]
     assert fig.axes[0].get_ylabel() == "accuracy (%)" and fig.axes[1].get_ylabel() == "F1 (%)"
     np.testing.assert_allclose(errorbar(fig.axes[1], "ELMo").lines[0].get_ydata(), [69, 68])
     with pytest.raises(ValueError, match=r"task\(s\) \['ptb'\] not in results"):
-        F.overview(make_results(), ["upos", "ptb"])
+        F.overview(make_results(), {"upos": "accuracy", "ptb": "accuracy"})
     # panels by task kind, never by task name: a tagging task called "ner" is one; a structural task is not
-    assert F.overview_tasks(pd.DataFrame([row("ner", "elmo", "0", "accuracy", 0.5)])) == ["ner"]
-    assert F.overview_tasks(make_results(), {"upos": "supersense"}) == ["wsd-1nn"]
-    with pytest.raises(ValueError, match="needs a task of kind tagging or wsd-1nn"):
-        F.overview(pd.DataFrame([row("deps", "elmo", "0", "uuas", 0.5)]))
+    assert overview_panels(pd.DataFrame([row("ner", "elmo", "0", "accuracy", 0.5)])) == {"ner": "accuracy"}
+    assert overview_panels(make_results(), {"upos": "supersense"}) == {"wsd-1nn": "f1"}
+    deps = pd.DataFrame([row("deps", "elmo", "0", "uuas", 0.5)])
+    assert overview_panels(deps) == {}  # a structural kind asks for no panel
+    with pytest.raises(ValueError, match=r"overview: no panels given; results have: deps"):
+        F.overview(deps, {})
 
 
 def test_save_writes_png_at_200_dpi_and_svg_atomically(tmp_path):
-    fig = F.layer_scores(make_results(), "upos")
+    fig = F.layer_scores(make_results(), "upos", "accuracy")
     paths = F.save(fig, tmp_path, "upos_layers")
     assert set(paths) == {"png", "svg"}
     png = paths["png"].read_bytes()

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from probing.errors import InputError
-from probing.figures.erasure import erasure_figures, parse_intervention, present_vs_used
+from probing.figures.erasure import parse_intervention, present_vs_used
 from probing.results import RESULT_COLUMNS
+from probing.tasks.common import erasure_figures
 
 # (task, encoder, intervention) -> accuracy per layer 0, 1, 2; every CI is value -/+ 0.01 (so a drop's interval
 # is drop -/+ sqrt(2) * 0.01)
@@ -61,7 +62,7 @@ def bars(ax, gid: str) -> tuple[np.ndarray, np.ndarray]:
 def test_used_panel_draws_drops_for_the_eraser_and_its_random_control():
     """Bars: unedited minus erased, in points, per layer (erase rows on elmo's layers 0-2, then the biLM
     intervention on layers 1 and 2, compared with elmo, found as the encoder whose layer 0 is the same)."""
-    fig = present_vs_used(results(), "supersense", lm=lm_table())
+    fig = present_vs_used(results(), "supersense", "accuracy", lm=lm_table())
     present, used, lm = fig.axes[:3]
     leace, _ = bars(used, "used-leace")
     random, _ = bars(used, "used-random")
@@ -91,26 +92,28 @@ def test_bases_override_and_unknown_base_skips_the_intervened_rows():
     """Told that the intervened encoders come from 'glove-like', the drops are against its rows; with a layer 0
     that matches no encoder, the intervened rows are left out (nothing to compare them with)."""
     fig = present_vs_used(
-        results(), "supersense", bases={"elmo-no-upos": "glove-like", "elmo-no-upos-random": "glove-like"}
+        results(), "supersense", "accuracy", bases={"elmo-no-upos": "glove-like", "elmo-no-upos-random": "glove-like"}
     )
     used = fig.axes[1]
     np.testing.assert_allclose(bars(used, "used-leace")[0], [10, 5, 12, -15, -17])
     table = results()
     moved = table["encoder"].str.startswith("elmo-no-upos") & (table["layer"] == "0")
     table.loc[moved, ["value", "ci_low", "ci_high"]] += 0.001
-    used = present_vs_used(table, "supersense").axes[1]
+    used = present_vs_used(table, "supersense", "accuracy").axes[1]
     assert len(bars(used, "used-leace")[0]) == 3
 
 
 def test_the_hook_draws_only_for_tasks_with_erased_rows_and_errors():
+    """The kinds' hook hands the figure the task's headline (supersense: accuracy), which the figure cannot
+    look up itself (figures never import the task kinds)."""
     table = results()
     assert set(erasure_figures(table, "supersense", "demo", "test")) == {"present_vs_used"}
     plain = table[table["intervention"] == ""]
     assert erasure_figures(plain, "supersense", "demo", "test") == {}
     with pytest.raises(InputError, match="no erased rows"):
-        present_vs_used(plain, "supersense")
+        present_vs_used(plain, "supersense", "accuracy")
     with pytest.raises(InputError, match="no rows of task 'nope'"):
-        present_vs_used(table, "nope")
+        present_vs_used(table, "nope", "accuracy")
     with pytest.raises(InputError, match="expected 'erase"):
         parse_intervention("erase:upos")
     assert parse_intervention("intervene:2:upos:random") == ("intervene:2", "upos", "random")

@@ -20,6 +20,7 @@ from probing.elmo.hub import ArchitectureMismatchError, Checkpoint, UnknownCheck
 from probing.elmo.options import ElmoOptions
 from probing.errors import InputError
 from probing.lm import SoftmaxHead
+from probing.lm.head import load_head
 
 FIXTURES = Path(__file__).parent / "fixtures" / "elmo_allennlp"
 OPTIONS = (FIXTURES / "options.json").read_bytes()
@@ -222,7 +223,7 @@ def test_download_with_softmax_then_load_the_head_offline(head_server):
     assert sorted(r.path for r in head_server.requests) == sorted(head_server.files)
     softmax, vocab = hub.resolve_head("tiny", offline=True, registry=reg)
     assert softmax.read_bytes() == head_server.files["/tiny/softmax_weights.hdf5"]
-    head = hub.load_head("tiny", registry=reg)
+    head = load_head("tiny", registry=reg)
     assert isinstance(head, SoftmaxHead) and head.vocab == HEAD_VOCAB.split() and head.dim == 16
     assert len(head_server.requests) == 4, "a cached head is resolved without any request"
     assert download.recorded(head_server.url("/tiny/softmax_weights.hdf5")) is not None, "first-use hash recorded"

@@ -256,7 +256,7 @@ def test_directions_figure_draws_the_values():
         "2f": (0.8, 0.79, 0.81),
         "2b": (0.83, 0.8, 0.85),
     }
-    fig = directions(_rows(vals), "upos")
+    fig = directions(_rows(vals), "upos", "accuracy")
     ax = fig.axes[0]
     heights = [round(p.get_height(), 6) for p in ax.patches]
     # bars in order: forward (layers 1, 2), backward (1, 2), both (1, 2), in percent
@@ -264,7 +264,7 @@ def test_directions_figure_draws_the_values():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["layer 1", "layer 2"]
     assert ax.lines[-1].get_ydata()[0] == pytest.approx(80.0)  # layer 0 reference line
     with pytest.raises(Exception, match="directions = true"):
-        directions(_rows({"1": (0.9, 0.88, 0.92)}), "upos")
+        directions(_rows({"1": (0.9, 0.88, 0.92)}), "upos", "accuracy")
 
 
 def test_oov_figure_draws_the_values():

@@ -218,7 +218,7 @@ def test_scores_with_ci_values_match_the_metrics_and_intervals_cover_them():
     rng = np.random.default_rng(2)
     noisy = [tree_distances(h) + rng.uniform(0, 1.5, (len(h), len(h))) for h in trees]
     noisy = [(a + a.T) / 2 for a in noisy]
-    rows = dict((m, (v, lo, hi)) for m, v, lo, hi in scores_with_ci("structural-distance", noisy, trees, n_boot=300))
+    rows = dict((m, (v, lo, hi)) for m, v, lo, hi in scores_with_ci("distance", noisy, trees, n_boot=300))
     assert rows["uuas"][0] == pytest.approx(uuas(noisy, trees))
     assert rows["dspr"][0] == pytest.approx(dspr(noisy, trees))
     depths = position_depths(lengths)

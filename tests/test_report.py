@@ -89,7 +89,7 @@ PROVENANCE = {
 @pytest.fixture(scope="module")
 def figure_files(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("figs")
-    saved = F.save(F.layer_scores(make_results(), "upos"), out, "layer_scores_upos")
+    saved = F.save(F.layer_scores(make_results(), "upos", "accuracy"), out, "layer_scores_upos")
     return {"layer_scores_upos": saved["png"], "layer_scores_upos (vector)": saved["svg"]}
 
 

@@ -116,8 +116,8 @@ def test_a_toy_kind_registered_in_one_place_runs_end_to_end(toy_kind, folder):
     np.testing.assert_allclose(
         summary.loc[("norms", "demo-ud", "test", "elmo"), ["0", "1", "2"]], np.round(expected, 1)
     )
-    assert fg.default_metric(res.results, "norms") == "mean-norm"
-    fg.layer_scores(res.results, "norms")  # draws without knowing the kind (raises on a missing metric)
+    assert headline_metrics(res.results)["norms"] == "mean-norm"
+    fg.layer_scores(res.results, "norms", "mean-norm")  # draws the headline it is handed, without the kind
     # a malformed or unknown key of the toy kind is an error naming it, like any other task key
     with pytest.raises(ExperimentError, match=r"tasks\[0\]\.scale: expected a positive finite number, got 'x'"):
         parse_experiment(

@@ -126,19 +126,15 @@ def test_probe_rows_equal_the_probes_module_run_by_hand_on_the_same_stores(run):
     _, res = run
     df = res.results
     train, dev, test = (res.store("elmo", "demo-ud", s) for s in ("train", "dev", "test"))
-    expected = run_structural(train, dev, test, "1", "structural-distance", seed=SEED, n_boot=50, max_epochs=EPOCHS)
-    control = run_structural(
-        train, dev, test, "1", "structural-distance", seed=SEED, n_boot=50, max_epochs=EPOCHS, control=True
-    )
+    expected = run_structural(train, dev, test, "1", "distance", seed=SEED, n_boot=50, max_epochs=EPOCHS)
+    control = run_structural(train, dev, test, "1", "distance", seed=SEED, n_boot=50, max_epochs=EPOCHS, control=True)
     for metric, value, _, _ in expected + [(f"control-{m}", v, lo, hi) for m, v, lo, hi in control]:
         assert _value(df, task="deps", encoder="elmo", layer="1", metric=metric) == pytest.approx(value, abs=1e-12)
     # the depth task has no dev split: the probe holds out a seeded tenth of the training sentences
     probe = DepthProbe(rank=2, seed=SEED, max_epochs=EPOCHS).fit(StoreSentences(train, "2"), store_trees(train))
     assert probe.B_.shape == (train.dim, 2)
     pred = probe.predict(StoreSentences(test, "2"))
-    for metric, value, _, _ in scores_with_ci(
-        "structural-depth", pred, store_trees(test), store_punct(test), n_boot=50
-    ):
+    for metric, value, _, _ in scores_with_ci("depth", pred, store_trees(test), store_punct(test), n_boot=50):
         assert _value(df, task="depth", encoder="elmo", layer="2", metric=metric) == pytest.approx(value, abs=1e-12)
     notes = [p for p in res.provenance["probes"] if p["task"] == "depth" and p["encoder"] == "elmo"]
     assert {p["rank"] for p in notes} == {2} and len(notes) == 6  # 3 layers, each with its control probe

@@ -459,6 +459,34 @@ def test_browser_layout_fits_laptop_and_notebook_and_wheel_zooms(built, chrome, 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("viewport", [1000, 390])
+def test_browser_saved_page_wraps_to_a_laptop_and_a_phone_window(built, chrome, viewport):
+    """The saved page (laid out for 1240 px) opened in a narrower window (a 1000 px laptop window with a side
+    bar, a 390 px phone): nothing scrolls sideways (``scrollWidth`` within the window), the panels wrap into
+    as many columns as fit (1000 px: three, 390 px: one) and each panel and the toolbar lie inside the window.
+    At 1240 px the page held four columns and the five controls in one row: 1165 px wide at 1000."""
+    ex, path = built
+    shot, browser = chrome
+    page, _ = shot.open_page(browser, path)
+    page.set_viewport_size({"width": viewport, "height": 800})
+    page.wait_for_timeout(500)
+    scroll_width, window_width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert window_width == viewport and scroll_width <= viewport, (
+        f"page {scroll_width} px wide in a {viewport} px window"
+    )
+    boxes = {name: shot.frame_box(page, name) for name in ex.panels}
+    for name, (left, _, right, _) in boxes.items():
+        assert 0 <= left < right <= viewport, (name, left, right)
+    tops = sorted({round(top) for _, top, _, _ in boxes.values()})
+    assert len(tops) == -(-len(ex.panels) // (3 if viewport == 1000 else 1)), f"rows of panels at y = {tops}"
+    toolbar = page.evaluate(
+        "() => { const tb = [...Bokeh.documents[0].all_models].find(m => m.type === 'Toolbar');"
+        " const r = [...Bokeh.index.find_by_id(tb.id)][0].el.getBoundingClientRect(); return [r.left, r.right] }"
+    )
+    assert 0 <= toolbar[0] < toolbar[1] <= viewport
+
+
+@pytest.mark.slow
 def test_browser_hover_lines_and_collapsed_identical_vectors(built, chrome):
     """Hover: the sentence, "lemma · POS · word", "sense gloss" and "layer · doc · corpus" lines. At layer
     0 every "play" occurrence has one vector: one point, whose hover says so and lists a few sentences."""

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from probing.glove import Vectors
+from probing.palette import CATEGORY_COLOURS
 from probing.views.umap import (
-    OKABE_ITO,
     OTHER_COLOUR,
     embed_2d,
     stratified_sample,
@@ -198,7 +198,7 @@ def test_layer_figure_has_panels_legend_and_subsample_note(tmp_path, monkeypatch
     colours = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in first if len(c.get_facecolor())}  # not the star
     from matplotlib.colors import to_rgb
 
-    assert {tuple(np.round(to_rgb(c), 3)) for c in OKABE_ITO[:2]} <= colours
+    assert {tuple(np.round(to_rgb(c), 3)) for c in CATEGORY_COLOURS[:2]} <= colours
     assert tuple(np.round(to_rgb(OTHER_COLOUR), 3)) not in colours
     fig.savefig(tmp_path / "layers.png")
 

@@ -22,7 +22,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -36,9 +35,6 @@ from .chars import batch_char_ids, check_sentences
 from .model import BiLM, Edits, State
 from .options import ElmoOptions
 from .weights import init_random, load_weights, save_weights
-
-if TYPE_CHECKING:
-    from probing.lm.head import LmHead
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -55,7 +51,7 @@ class Elmo(nn.Module):
         self.source = "unsaved"
         self._state: tuple[State, State] | None = None
         self._fingerprint: str | None = None
-        self.lm_head: LmHead | None = None  # an LM softmax for probing.lm (not part of the fingerprint)
+        self.lm_head: object | None = None  # an LM head attached for probing.lm (not part of the fingerprint)
         self.checkpoint: str | None = None  # the registered name it was loaded by (finds its LM head)
         self.to_precision(precision)
         self.eval()

@@ -21,8 +21,6 @@ from probing.errors import InputError, ProbingError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from probing.lm.head import LmHead
-
 S3 = "https://allennlp.s3.amazonaws.com/models/elmo"
 _CHAR_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 _ONE_BILLION = "1B Word Benchmark (~800M tokens of WMT 2011 news)"
@@ -257,19 +255,6 @@ def resolve_head(
     vocab = fetch(entry.vocab_url, offline=offline, progress=False, hint=hint)
     softmax = fetch(entry.softmax_url, offline=offline, progress=progress, hint=hint)
     return softmax, vocab
-
-
-def load_head(name: str, *, registry: Mapping[str, Checkpoint] | None = None) -> LmHead | None:
-    """The LM head of checkpoint ``name`` (downloading an official one if needed), or None when it has none."""
-    from probing.lm.head import AdaptiveHead, SoftmaxHead
-
-    if not has_head(name, registry):
-        return None
-    try:
-        first, vocab = resolve_head(name, registry=registry)
-    except FileNotFoundError:
-        return None
-    return AdaptiveHead.load(first) if vocab is None else SoftmaxHead.from_files(first, vocab)
 
 
 def describe(registry: Mapping[str, Checkpoint] | None = None) -> pd.DataFrame:

@@ -23,11 +23,9 @@ from probing.figures.curves import learning_curves
 from probing.figures.erasure import present_vs_used
 from probing.figures.grammar import agreement_figure, minimal_pairs_figure
 from probing.figures.layers import (
-    default_metric,
     layer_scores,
     layer_scores_panels,
     overview,
-    overview_tasks,
     selectivity,
     split_layer,
 )
@@ -53,7 +51,6 @@ __all__ = [
     "aggregate",
     "codelength_by_layer",
     "compression_by_layer",
-    "default_metric",
     "directions",
     "layer_scores",
     "layer_scores_panels",
@@ -63,7 +60,6 @@ __all__ = [
     "mix_weights",
     "oov_split",
     "overview",
-    "overview_tasks",
     "present_vs_used",
     "rank_sweep",
     "save",

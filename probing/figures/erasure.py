@@ -262,26 +262,23 @@ def _draw_lm(ax: Axes, lm: pd.DataFrame, prop: str) -> None:
 def present_vs_used(
     results: pd.DataFrame,
     task: str,
+    metric: str,
     *,
     dataset: str | None = None,
     split: str | None = None,
-    metric: str | None = None,
     lm: pd.DataFrame | None = None,
     bases: Mapping[str, str] | None = None,
 ) -> Figure:
     """One row of panels per property erased in ``task``'s rows: present (the property's own probe per
-    layer), used (the drop in ``task``'s ``metric``, default its headline, per layer: eraser vs random control)
+    layer), used (the drop in ``task``'s ``metric``, its headline, per layer: eraser vs random control)
     and, with ``lm`` (an :func:`~probing.intervention.lm_effect` table), the LM's perplexity change.
     ``bases``: intervened encoder -> the encoder it was made from (else found, see the module docstring)."""
-    from probing.figures.layers import default_metric
-
     agg = _aggregate_all(results)
     sel = agg[agg["task"] == task]
     if sel.empty:
         raise InputError(f"present_vs_used: no rows of task {task!r}; tasks are {listing(agg['task'])}")
     dataset = dataset or str(sel["dataset"].iloc[0])
     split = split or str(sel.loc[sel["dataset"] == dataset, "split"].iloc[0])
-    metric = metric or default_metric(results, task)
     props = erased_properties(results, task)
     if not props:
         raise InputError(
@@ -322,11 +319,11 @@ def present_vs_used(
     return fig
 
 
-def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> dict[str, Figure]:
-    """The task kinds' figure hook: ``{"present_vs_used": ...}`` when ``task`` has erased or intervened rows
-    on (dataset, split), else nothing."""
+def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str, metric: str) -> dict[str, Figure]:
+    """The built-in kinds' figures for erased rows: ``{"present_vs_used": ...}`` (on ``metric``, the task's
+    headline) when ``task`` has erased or intervened rows on (dataset, split), else nothing."""
     df = validate_results(results)
     mine = df[(df["task"] == task) & (df["dataset"] == dataset) & (df["split"] == split)]
     if not (mine[INTERVENTION] != "").any():
         return {}
-    return {"present_vs_used": present_vs_used(results, task, dataset=dataset, split=split)}
+    return {"present_vs_used": present_vs_used(results, task, metric, dataset=dataset, split=split)}

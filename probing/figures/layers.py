@@ -71,17 +71,6 @@ def split_layer(encoder: str, layer: str) -> tuple[str, str] | None:
     return None
 
 
-def default_metric(results: pd.DataFrame, task: str, headlines: Mapping[str, str] | None = None) -> str:
-    """The headline metric of ``task`` (:func:`probing.tasks.headline_metrics`; ``headlines``, e.g. from a
-    run's provenance, takes precedence)."""
-    from probing.tasks.registry import headline_metrics  # on first use: the kinds' modules import torch
-
-    sub = results[results["task"].astype(str) == task]
-    if sub.empty:
-        raise InputError(f"task {task!r} not in results; available tasks: {listing(results['task'])}")
-    return headline_metrics(sub, headlines)[task]
-
-
 def select_rows(
     agg: pd.DataFrame, task: str, metric: str | None, dataset: str | None, split: str | None
 ) -> tuple[pd.DataFrame, str, str]:
@@ -285,7 +274,7 @@ def panel_title(task: str, dataset: str, split: str) -> str:
 def layer_scores(
     results: pd.DataFrame,
     task: str,
-    metric: str | None = None,
+    metric: str,
     *,
     dataset: str | None = None,
     split: str | None = None,
@@ -294,15 +283,14 @@ def layer_scores(
 ) -> Figure:
     """Score of ``task`` per layer: one series per encoder (mean over seeds, CI bars), baselines as lines.
 
-    ``metric`` defaults to :func:`default_metric`. ``dataset`` is needed only when the task has several;
+    ``metric``: the task's headline (:func:`probing.tasks.headline_metrics`) or any other metric it has; its
+    registered ``higher_is_better`` orients the figure. ``dataset`` is needed only when the task has several;
     ``split`` defaults to ``"test"`` when the task has several. With ``clip_baselines`` a baseline far
     outside the layer scores (more than twice their spread away) is named at the axis edge with an arrow
     instead of squeezing the layers into a sliver of the axis. With ``ax`` (e.g. from ``plt.subplots``) the
     panel is drawn there and its figure returned.
     """
-    agg = aggregate(results)
-    metric = metric or default_metric(agg, task)
-    rows, dataset, split = select_rows(agg, task, metric, dataset, split)
+    rows, dataset, split = select_rows(aggregate(results), task, metric, dataset, split)
     with matplotlib.rc_context(STYLE):
         fig, ax = figure_and_axes(ax, 6.4, 4.2)
         _draw_layer_scores(ax, rows[rows["metric"] == metric], metric, clip_baselines)
@@ -434,45 +422,21 @@ def selectivity(results: pd.DataFrame, task: str, *, dataset: str | None = None,
     return fig
 
 
-def overview_tasks(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> list[str]:
-    """The overview's panels: the first task (in results order) of each task kind that asks for one
-    (``TaskKind.overview``: tagging, then WSD), in kind registration order. ``kinds``: task -> kind name, as
-    recorded in a run's provenance (else inferred from the tasks' metrics, :func:`probing.tasks.task_kinds`)."""
-    from probing.tasks.registry import TASK_KINDS, task_kinds
-
-    of = task_kinds(results, kinds, strict=False)
-    first: dict[str, str] = {}
-    for task, kind in of.items():
-        if kind.overview:
-            first.setdefault(kind.name, task)
-    order = {name: i for i, name in enumerate(TASK_KINDS)}
-    return [first[k] for k in sorted(first, key=lambda k: order.get(k, len(order)))]
-
-
 def overview(
     results: pd.DataFrame,
-    tasks: Sequence[str] | None = None,
+    panels: Mapping[str, str],
     *,
     datasets: Mapping[str, str] | None = None,
     split: str | None = None,
-    kinds: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Side-by-side layer plots for the README: by default one POS-tagging task and one WSD task.
-
-    Without ``tasks`` it draws :func:`overview_tasks` (at least one must exist); named ``tasks`` must all be
-    present.
-    """
+    """Side-by-side layer plots for the README, one panel per task of ``panels`` (task -> the metric drawn,
+    its headline; :func:`probing.tasks.overview_panels` gives the report's: one POS-tagging task and one WSD
+    task). Every task named must be present."""
     agg = aggregate(results)
     present = list(dict.fromkeys(agg["task"]))
-    if tasks is None:
-        tasks = overview_tasks(agg, kinds)
-        if not tasks:
-            from probing.tasks.registry import TASK_KINDS
-
-            wanted = [k.name for k in TASK_KINDS.values() if k.overview]
-            raise InputError(
-                f"overview needs a task of kind {' or '.join(wanted)}; results have: {', '.join(present) or '(none)'}"
-            )
+    if not panels:
+        raise InputError(f"overview: no panels given; results have: {', '.join(present) or '(none)'}")
+    tasks = list(panels)
     missing = [t for t in tasks if t not in present]
     if missing:
         raise InputError(f"overview: task(s) {missing} not in results; available tasks: {', '.join(present)}")
@@ -481,7 +445,7 @@ def overview(
         fig = new_figure(5.6 * len(tasks), 4.2)
         axes = fig.subplots(1, len(tasks), squeeze=False)[0]
         for ax, task in zip(axes, tasks):
-            metric = default_metric(agg, task)
+            metric = panels[task]
             rows, ds, sp = select_rows(agg, task, metric, datasets.get(task), split)
             _draw_layer_scores(ax, rows[rows["metric"] == metric], metric, clip_baselines=True)
             ax.set_title(panel_title(task, ds, sp))

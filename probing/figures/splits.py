@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from probing.errors import InputError
-from probing.figures.layers import default_metric, select_rows
+from probing.figures.layers import select_rows
 from probing.figures.style import OKABE_ITO, STYLE, figure_and_axes
 from probing.layers import DIRECTIONS, has_halves
 from probing.results import BASELINE_ENCODER, layer_sort_key
@@ -55,19 +55,18 @@ def _errors(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def directions(
     results: pd.DataFrame,
     task: str,
+    metric: str,
     *,
     encoder: str | None = None,
     dataset: str | None = None,
     split: str | None = None,
-    metric: str | None = None,
     ax: Axes | None = None,
 ) -> Figure:
-    """Layer x {forward, backward, both}: the headline metric of each biLSTM layer's forward half ("1f"),
-    backward half ("1b") and the whole layer ("1"), with 95 % CIs; layer 0 (no context) as a dashed line.
+    """Layer x {forward, backward, both}: ``metric`` (the task's headline) of each biLSTM layer's forward half
+    ("1f"), backward half ("1b") and the whole layer ("1"), with 95 % CIs; layer 0 (no context) as a dashed line.
 
     Bars are drawn in the order layer 1 (forward, backward, both), layer 2 (...), in percent for fractions.
     """
-    metric = metric or default_metric(results, task)
     sub, dataset, split = select_rows(aggregate(results), task, metric, dataset, split)
     sub = sub[sub["metric"] == metric]
     halves = sub[sub["layer"].str.fullmatch(r"\d+[fb]")]

@@ -14,20 +14,9 @@ from matplotlib.figure import Figure
 
 from probing._io import atomic_path
 from probing.errors import InputError
+from probing.palette import OKABE_ITO
 from probing.results import metric as metric_info
-from probing.tasks import metrics as _builtin_metrics  # noqa: F401  (registers the built-in kinds' metrics)
 
-# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision deficiencies.
-OKABE_ITO = {
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "bluish green": "#009E73",
-    "reddish purple": "#CC79A7",
-    "orange": "#E69F00",
-    "sky blue": "#56B4E9",
-    "yellow": "#F0E442",
-    "black": "#000000",
-}
 SERIES_COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", "reddish purple", "orange", "sky blue")]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 BASELINE_STYLES = [(0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 3)), (0, (8, 3)), (0, (2, 3))]

@@ -13,13 +13,14 @@ Every vocabulary holds ``<S>``, ``</S>`` and ``<UNK>``; a word outside it is sco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from probing.elmo import hub
 from probing.errors import InputError, ProbingError
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
@@ -241,3 +242,15 @@ def read_vocab(path: str | Path) -> list[str]:
         if not w.strip():
             raise InputError(f"{path}, line {i + 1}: empty token (a vocabulary has one token per line)")
     return [w.strip() for w in words]
+
+
+def load_head(name: str, *, registry: Mapping[str, hub.Checkpoint] | None = None) -> LmHead | None:
+    """The LM head of checkpoint ``name`` (its files found by :func:`probing.elmo.hub.resolve_head`, which
+    downloads an official one if needed), or None when it has none."""
+    if not hub.has_head(name, registry):
+        return None
+    try:
+        first, vocab = hub.resolve_head(name, registry=registry)
+    except FileNotFoundError:
+        return None
+    return AdaptiveHead.load(first) if vocab is None else SoftmaxHead.from_files(first, vocab)

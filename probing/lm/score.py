@@ -22,7 +22,7 @@ import torch
 from probing.errors import InputError
 from probing.tokenize import tokenize
 
-from .head import LmHead, NoHeadError, SoftmaxHead
+from .head import LmHead, NoHeadError, SoftmaxHead, load_head
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +60,7 @@ def load_model(
     """The biLM and its head: ``model`` an :class:`~probing.elmo.Elmo` (its ``lm_head``, else the head
     registered for the checkpoint it was loaded by) or a registered name (its registered head);
     ``softmax`` + ``vocab`` (official layout) override the head."""
-    from probing.elmo import Elmo, hub
+    from probing.elmo import Elmo
 
     if (softmax is None) != (vocab is None):
         raise InputError("give both softmax= (HDF5 softmax/W, softmax/b) and vocab= (one token a line), or neither")
@@ -71,7 +71,7 @@ def load_model(
     head = getattr(elmo, "lm_head", None)
     checkpoint = name if isinstance(name, str) else getattr(elmo, "checkpoint", None)
     if head is None and checkpoint is not None:
-        head = hub.load_head(checkpoint)
+        head = load_head(checkpoint)
     if head is None:
         raise NoHeadError(
             f"model {elmo.source} has no LM head, so it cannot score text: pass softmax= and vocab= (the "

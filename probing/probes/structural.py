@@ -279,10 +279,10 @@ class _StructuralProbe:
     ) -> pd.DataFrame:
         """Both metrics of the task with bootstrap CIs: columns metric, value, ci_low, ci_high."""
         self._check(X, trees, "evaluate")
-        rows = scores_with_ci(self._task, self.predict(X), trees, punct, n_boot=n_boot, seed=seed)
+        rows = scores_with_ci(self._kind, self.predict(X), trees, punct, n_boot=n_boot, seed=seed)
         return pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high"])
 
-    _task: str
+    _kind: str  # of tree_metrics.KINDS
 
 
 class DistanceProbe(_StructuralProbe):
@@ -293,7 +293,7 @@ class DistanceProbe(_StructuralProbe):
     """
 
     _pairwise = True
-    _task = "structural-distance"
+    _kind = "distance"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
         """UUAS of the predicted distances' minimum spanning trees (punctuation excluded).
@@ -323,7 +323,7 @@ class DepthProbe(_StructuralProbe):
     """
 
     _pairwise = False
-    _task = "structural-depth"
+    _kind = "depth"
 
     def score(self, X: Sequence, trees: Trees, punct: Masks = None) -> float:
         """Root%: share of sentences whose least deep non-punctuation word is the gold root.
@@ -448,8 +448,9 @@ def run_structural(
     progress: bool = False,
     **probe_params: Any,
 ) -> list[tuple[str, float, float, float]]:
-    """Fit a structural probe on ``layer`` of ``train_store`` (early stopping on ``dev_store``) and score
-    ``test_store``: ``(metric, value, ci_low, ci_high)`` rows, uuas/dspr or root_acc/nspr.
+    """Fit a structural probe of ``kind`` (``"distance"`` or ``"depth"``) on ``layer`` of ``train_store`` (early
+    stopping on ``dev_store``) and score ``test_store``: ``(metric, value, ci_low, ci_high)`` rows, uuas/dspr
+    or root_acc/nspr.
 
     ``control=True`` replaces every split's trees by :func:`random_trees` of the same lengths (the
     control task; selectivity = score - control score).
@@ -458,7 +459,7 @@ def run_structural(
     trees = [store_trees(s) for s in (train_store, dev_store, test_store)]
     if control:
         trees = [random_trees([len(h) for h in t], seed=seed + 1000 * k) for k, t in enumerate(trees)]
-    probe_cls: Callable[..., _StructuralProbe] = DistanceProbe if kind == "structural-distance" else DepthProbe
+    probe_cls: Callable[..., _StructuralProbe] = DistanceProbe if kind == "distance" else DepthProbe
     probe = probe_cls(rank=rank, seed=seed, progress=progress, **probe_params)
     probe.fit(StoreSentences(train_store, layer), trees[0], StoreSentences(dev_store, layer), trees[1])
     pred = probe.predict(StoreSentences(test_store, layer))
@@ -472,7 +473,7 @@ def position_baseline(
     kind = check_kind(kind)
     trees = store_trees(test_store)
     lengths = [len(h) for h in trees]
-    pred = position_distances(lengths) if kind == "structural-distance" else position_depths(lengths)
+    pred = position_distances(lengths) if kind == "distance" else position_depths(lengths)
     return scores_with_ci(kind, pred, trees, store_punct(test_store), n_boot=n_boot, seed=seed)
 
 
@@ -502,7 +503,7 @@ def rank_sweep(
             dev_store,
             test_store,
             layer,
-            "structural-distance",
+            "distance",
             rank=int(r),
             seed=seed,
             n_boot=n_boot,

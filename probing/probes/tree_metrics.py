@@ -32,18 +32,17 @@ from probing.probes.stats import bootstrap_ci, bootstrap_ci_mean_of_means
 from probing.probes.trees import as_heads, mst_edges, tree_depths, tree_distances
 
 SPEARMAN_LENGTHS = (5, 50)
-KINDS = ("structural-distance", "structural-depth")
+KINDS = ("distance", "depth")  # the two structural probes: tree distances between words, word depths
 
 Trees = Sequence[Sequence[int] | np.ndarray]
 Masks = Sequence[Sequence[bool] | np.ndarray] | None
 
 
 def check_kind(kind: str) -> str:
-    """``kind`` as one of :data:`KINDS` (``"distance"`` and ``"depth"`` are short for them)."""
-    k = kind if kind.startswith("structural-") else f"structural-{kind}"
-    if k not in KINDS:
-        raise InputError(f"kind must be one of {KINDS} (or 'distance' / 'depth'), got {kind!r}")
-    return k
+    """``kind``, checked to be one of :data:`KINDS`."""
+    if kind not in KINDS:
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
+    return kind
 
 
 # --- metrics ----------------------------------------------------------------------------------------
@@ -306,7 +305,7 @@ def scores_with_ci(
 
     Parameters
     ----------
-    kind : ``"structural-distance"`` or ``"structural-depth"`` (or ``"distance"``, ``"depth"``).
+    kind : ``"distance"`` or ``"depth"`` (:data:`KINDS`).
     predictions : sequence of (n_s, n_s) distances or (n_s,) depths, one per sentence.
     heads : sequence of (n_s,) int
         Gold head arrays.
@@ -322,7 +321,7 @@ def scores_with_ci(
     kind = check_kind(kind)
     sizes = np.array([len(h) for h in heads])
     rows = []
-    if kind == "structural-distance":
+    if kind == "distance":
         correct, total = uuas_counts(predictions, heads, punct)
         edge_hits = np.concatenate([np.arange(t) < c for c, t in zip(correct, total, strict=True)]).astype(float)
         groups = np.repeat(np.arange(len(total)), total)

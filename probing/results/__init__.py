@@ -1,6 +1,7 @@
 """The results schema and its files: see :mod:`probing.results.schema` (columns, the metric registry, layer
 order) and :mod:`probing.results.tables` (read, write, validate)."""
 
+from probing.results import metrics  # registers the built-in kinds' metrics on import
 from probing.results.schema import (
     BASELINE_ENCODER,
     CONCAT_LAYER,
@@ -38,6 +39,7 @@ from probing.results.tables import (
 )
 
 __all__ = [
+    "metrics",
     "BASELINE_ENCODER",
     "CONCAT_LAYER",
     "CSV_NAME",

@@ -1,10 +1,10 @@
 """Probing tasks that read activations from stores (never models): POS and supersense tagging probes with
 control tasks and baselines, 1-NN word-sense disambiguation with its baselines, and structural (syntax tree)
 probes with their control task and position baseline. Each kind is a :class:`TaskKind` in
-:data:`TASK_KINDS`; :mod:`probing.tasks.metrics` defines the built-in kinds' metrics.
+:data:`TASK_KINDS`; :mod:`probing.results.metrics` defines the built-in kinds' metrics.
 
-Names resolve on first use (PEP 562), so the figures and the report can read the metrics without importing
-the probe code (and torch).
+Names resolve on first use (PEP 562), so the report can read the registry without importing the probe code
+(and torch) before it needs it.
 """
 
 import importlib
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         TASK_KINDS,
         headline_metric,
         headline_metrics,
+        overview_panels,
         register_task_kind,
         task_kind,
         task_kinds,
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(["Job", "Part", "ProbeSettings", "TaskError", "TaskKind", "TaskOutput"], "common"),
     **dict.fromkeys(
-        ["TASK_KINDS", "headline_metric", "headline_metrics", "register_task_kind", "task_kind", "task_kinds"],
+        [
+            "TASK_KINDS",
+            "headline_metric",
+            "headline_metrics",
+            "overview_panels",
+            "register_task_kind",
+            "task_kind",
+            "task_kinds",
+        ],
         "registry",
     ),
     **dict.fromkeys(["STRUCTURAL_BASELINES", "structural_baselines", "structural_probes"], "structural"),
@@ -62,6 +71,7 @@ __all__ = [
     "column_labels",
     "headline_metric",
     "headline_metrics",
+    "overview_panels",
     "register_task_kind",
     "structural_baselines",
     "structural_probes",

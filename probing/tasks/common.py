@@ -13,6 +13,7 @@ import pandas as pd
 
 from probing._toml import parse_options
 from probing.errors import InputError, ProbingError
+from probing.probes.solver import DEFAULT_CS
 from probing.probes.stats import bootstrap_ci
 from probing.protocols import StoreLike
 from probing.results import Metric, make_row
@@ -45,7 +46,7 @@ class ProbeSettings:
     bootstrap resamples of the training sentences, to show its weights' spread.
     """
 
-    Cs: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+    Cs: tuple[float, ...] = DEFAULT_CS
     max_iter: int = 100
     mix_max_iter: int = 300
     tol: float = 1e-4
@@ -183,11 +184,12 @@ FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
 
 
 def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> Mapping[str, Figure]:
-    """Every built-in kind's figure hook: the present-vs-used figure when the task has erased or intervened rows
-    (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
+    """Every built-in kind's figure hook: the present-vs-used figure on the task's headline when the task has
+    erased or intervened rows (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
     from probing.figures.erasure import erasure_figures as draw
+    from probing.tasks.registry import headline_metrics
 
-    return draw(results, task, dataset, split)
+    return draw(results, task, dataset, split, headline_metrics(results[results["task"] == task])[task])
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 table (:func:`parse_mdl`), and the online-codelength rows of one layer (:func:`mdl_rows`) on the kind's
 training :class:`~probing.tasks.labels.Items`. A kind offers it by calling :func:`parse_mdl` in its ``parse``,
 :func:`mdl_rows` for each layer in its ``run`` when ``job.options["mdl"]`` is set, and listing
-:data:`probing.tasks.metrics.MDL` among its metrics (``tagging`` and ``supersense`` do).
+:data:`probing.results.metrics.MDL` among its metrics (``tagging`` and ``supersense`` do).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from probing.results import make_row
+from probing.results.metrics import MINIMAL_PAIRS_METRICS
 from probing.tasks.common import Job, TaskError, TaskKind, TaskOutput
-from probing.tasks.metrics import MINIMAL_PAIRS_METRICS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -96,3 +96,16 @@ def headline_metrics(results: pd.DataFrame, headlines: Mapping[str, str] | None 
     rest = results[~results["task"].astype(str).isin(list(out))]
     out.update({task: kind.headline for task, kind in task_kinds(rest).items()})
     return {str(t): out[str(t)] for t in dict.fromkeys(results["task"].astype(str))}
+
+
+def overview_panels(results: pd.DataFrame, kinds: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The overview figure's panels (:func:`probing.figures.overview`), task -> headline metric: the first task
+    (in results order) of each task kind that asks for one (``TaskKind.overview``: tagging, then WSD), in kind
+    registration order. ``kinds``: task -> kind name, as recorded in a run's provenance (else inferred from
+    the tasks' metrics, :func:`task_kinds`)."""
+    first: dict[str, str] = {}
+    for task, kind in task_kinds(results, kinds, strict=False).items():
+        if kind.overview:
+            first.setdefault(kind.name, task)
+    order = {name: i for i, name in enumerate(TASK_KINDS)}
+    return {first[k]: TASK_KINDS[k].headline for k in sorted(first, key=lambda k: order.get(k, len(order)))}

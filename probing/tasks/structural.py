@@ -39,6 +39,7 @@ from probing.probes.structural import (
     uuas_counts,
 )
 from probing.results import BASELINE_ENCODER, make_row
+from probing.results.metrics import DEPTH_METRICS, DISTANCE_METRICS
 from probing.tasks.common import (
     Job,
     Part,
@@ -54,13 +55,13 @@ from probing.tasks.common import (
     fraction_row,
     parse_options,
 )
-from probing.tasks.metrics import DEPTH_METRICS, DISTANCE_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table
 
 STRUCTURAL_BASELINES = ("position",)
 HEADLINES = {"structural-distance": "uuas", "structural-depth": "root_acc"}
+PROBE_KINDS = {"structural-distance": "distance", "structural-depth": "depth"}  # probing.probes.tree_metrics.KINDS
 # the probe's keyword arguments an experiment file may set, with the reference implementation's defaults
 PROBE_OPTIONS = {"max_epochs": 40, "batch_size": 20, "lr": 1e-3}
 
@@ -162,6 +163,7 @@ def structural_probes(
         drawn = [random_trees(n, seed=seed + 1000 * k) for k, n in enumerate(lengths)]
         control = {"train": drawn[0], "dev": drawn[1] if dev else None, "tests": drawn[2:]}
     probe_cls = DistanceProbe if kind == "structural-distance" else DepthProbe
+    probe_kind = PROBE_KINDS[kind]
     tell = progress or (lambda _msg: None)
     note = {
         "task": task,
@@ -197,7 +199,7 @@ def structural_probes(
         preds = [probe.predict(StoreSentences(p.store, layer)) for p in tests]
         layer_out.probes.append({**note, "layer": layer, "seed": seed, "control": False, **info})
         for part, pred, trees, pm in zip(tests, preds, test_trees, punct):
-            scored = scores_with_ci(kind, pred, trees, pm, n_boot=settings.n_boot, seed=seed)
+            scored = scores_with_ci(probe_kind, pred, trees, pm, n_boot=settings.n_boot, seed=seed)
             layer_out.rows += _rows(task, part, encoder, layer, scored, seed)
         if not settings.control:
             return layer_out, []
@@ -206,7 +208,7 @@ def structural_probes(
         layer_out.probes.append({**note, "layer": layer, "seed": seed, "control": True, **c_info})
         for part, pred, trees, c_trees, pm in zip(tests, preds, test_trees, control["tests"], punct):
             c_pred = c_probe.predict(StoreSentences(part.store, layer))
-            scored = scores_with_ci(kind, c_pred, c_trees, pm, n_boot=settings.n_boot, seed=seed)
+            scored = scores_with_ci(probe_kind, c_pred, c_trees, pm, n_boot=settings.n_boot, seed=seed)
             control_scored = [(f"control-{m}", v, lo, hi) for m, v, lo, hi in scored]
             layer_out.rows += _rows(task, part, encoder, layer, control_scored, seed)
             layer_out.rows.append(
@@ -237,7 +239,7 @@ def structural_baselines(
     if "position" in which:
         for part in tests:
             _trees(task, part)  # a clear error for data without heads
-            scored = position_baseline(part.store, kind, n_boot=settings.n_boot, seed=seed)
+            scored = position_baseline(part.store, PROBE_KINDS[kind], n_boot=settings.n_boot, seed=seed)
             out.rows += _rows(task, part, BASELINE_ENCODER, "position", scored, seed)
     return out
 

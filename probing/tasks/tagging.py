@@ -27,6 +27,7 @@ from probing.layers import direction_names
 from probing.probes.linear import LinearProbeCV, concat_layers
 from probing.probes.mdl import FRACTIONS
 from probing.probes.mix import ScalarMixProbeCV, bootstrap_mix_weights
+from probing.results.metrics import TAGGING_METRICS
 from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
 from probing.tasks.common import (
     Job,
@@ -66,7 +67,6 @@ from probing.tasks.labels import (
     vocabulary_splits,
 )
 from probing.tasks.mdl import mdl_rows, parse_mdl
-from probing.tasks.metrics import TAGGING_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table

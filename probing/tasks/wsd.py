@@ -16,6 +16,7 @@ import pandas as pd
 
 from probing.probes.wsd import MostFrequentSense, SenseCentroids, instances_from_tokens, score_wsd, wn_first_sense
 from probing.results import BASELINE_ENCODER
+from probing.results.metrics import WSD_METRICS
 from probing.tasks.common import (
     Job,
     Part,
@@ -28,7 +29,6 @@ from probing.tasks.common import (
     margin_rows,
 )
 from probing.tasks.curves import CurveScores, curve_rows, parse_learning_curve
-from probing.tasks.metrics import WSD_METRICS
 
 if TYPE_CHECKING:
     from probing._toml import Table

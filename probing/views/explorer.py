@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,11 +32,12 @@ import pandas as pd
 from probing._io import atomic_open, atomic_path, sha256_file
 from probing.errors import InputError, ProbingError
 from probing.identity import code_identity, digest
+from probing.palette import CATEGORY_COLOURS
 from probing.paths import cache_dir
 from probing.protocols import StoreLike
 from probing.views.neighbors import _layer_index, _store_layer_names
 from probing.views.senses import LemmaSelection, first_sense, lemma_rows, sense_separation
-from probing.views.umap import OKABE_ITO, OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
+from probing.views.umap import OTHER_COLOUR, TOL_MUTED, embed_2d, stratified_sample
 
 Gloss = Callable[[str], str]
 COLOUR_BY = ("sense", "pos", "form", "corpus")
@@ -43,6 +45,9 @@ PROJECTION_VERSION = 2  # bump when embed_2d's output changes for a reason its c
 GLOVE_PANEL = "GloVe"
 PAGE_WIDTH, NOTEBOOK_WIDTH, MIN_WIDTH = 1240, 980, 360  # CSS px: a 1280 px screen, a notebook column, a phone
 _PANEL_MAX, _PANEL_MIN, _TOOLBAR = 340, 280, 40
+_SCROLL: dict[str, str | None] = {
+    "overflow-x": "auto"
+}  # a table wider than a narrow window scrolls in its box, not the page
 
 
 class MissingExtraError(ProbingError, ImportError):
@@ -340,7 +345,7 @@ def _sense_colours(
     gloss_of = dict(zip(keys, glosses))
     for s in dict.fromkeys(sets):
         mask = sets == s
-        colours, legend = _palette_colours(keys[mask], OKABE_ITO)
+        colours, legend = _palette_colours(keys[mask], CATEGORY_COLOURS)
         out[mask] = colours
         named = [(c, f"{v} {gloss_of.get(v, '')}".strip() if v != "other / none" else v, n) for c, v, n in legend]
         legends.append((str(s), named))
@@ -472,11 +477,53 @@ def explore(
         ]
     )
     keep = stratified_sample(strata, max_points, seed)
+    layer_idx = [_layer_index(layer, names0) for layer in layer_list]
+    panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
+    points, stacked, row_key = _sampled(picked, keep, panel_names, layer_idx)
+    points["gloss"] = _gloss_text(points["sense"].to_numpy(), gloss)
+    panels = list(panel_names)
+    if glove is not None:
+        gv, oov = glove.lookup(points["word"].tolist())
+        gv[oov] = np.nan
+        stacked[GLOVE_PANEL] = gv
+        panels.append(GLOVE_PANEL)
+    glove_id = str(getattr(glove, "fingerprint", glove))
+    used_methods, neighbours = _place(
+        points, stacked, panels, row_key, glove_id, method=method, seed=seed, cache=cache, k=k
+    )
+    scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
+    settings = {
+        "n_shown": len(points),
+        "n_total": int(n_total),
+        "max_points": max_points,
+        "seed": seed,
+        "method": method,
+        "method_used": used_methods,
+        "k": k,
+        "color": "form" if all_forms and color == "sense" and lemmas else color,
+        "all_forms": all_forms,
+        "corpora": sorted(set(points["corpus"])),
+        "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
+    }
+    ex = Explorer(
+        points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas), width=width
+    )
+    ex.legends = _legends(points)
+    return ex
+
+
+def _sampled(
+    picked: list[tuple[int, StoreLike, np.ndarray, np.ndarray, Any]],
+    keep: np.ndarray,
+    panel_names: list[str],
+    layer_idx: list[int],
+) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[tuple[str, str]]]:
+    """The sampled occurrences: ``keep`` indexes the stores' selections ``picked`` one after another. Returns
+    their rows (store, row, corpus, set, ids, word, form, lemma, POS, first sense, senses, sentence), each
+    layer panel's vectors in that order, and the digest of the rows (the projections' cache key)."""
     offsets = np.cumsum([0] + [len(p[2]) for p in picked])
     frames = []
     vectors: dict[str, list[np.ndarray]] = {}
-    layer_idx = [_layer_index(layer, names0) for layer in layer_list]
-    panel_names = [names0[i] if names0 is not None and i < len(names0) else str(i) for i in layer_idx]
     key_parts = []
     for (i, st, rows, sets, _), lo, hi in zip(picked, offsets[:-1], offsets[1:]):
         mine = keep[(keep >= lo) & (keep < hi)] - lo
@@ -508,15 +555,24 @@ def explore(
         for name, li in zip(panel_names, layer_idx):
             vectors.setdefault(name, []).append(np.asarray(st.layer(li)[r], dtype=np.float32))
     points = pd.concat(frames, ignore_index=True)
-    points["gloss"] = _gloss_text(points["sense"].to_numpy(), gloss)
-    stacked = {name: np.vstack(parts) for name, parts in vectors.items()}
-    panels = list(panel_names)
-    if glove is not None:
-        gv, oov = glove.lookup(points["word"].tolist())
-        gv[oov] = np.nan
-        stacked[GLOVE_PANEL] = gv
-        panels.append(GLOVE_PANEL)
-    row_key = _rows_digest(key_parts)
+    return points, {name: np.vstack(parts) for name, parts in vectors.items()}, _rows_digest(key_parts)
+
+
+def _place(
+    points: pd.DataFrame,
+    stacked: dict[str, np.ndarray],
+    panels: list[str],
+    row_key: list[tuple[str, str]],
+    glove_id: str,
+    *,
+    method: str,
+    seed: int,
+    cache: bool,
+    k: int,
+) -> tuple[dict[str, str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Per panel of ``stacked`` vectors: the 2-D projection (cached by the rows' digest ``row_key`` and the
+    layer, or GloVe's ``glove_id``) and the groups of identical vectors, as columns ``x_``, ``y_``, ``rep_``,
+    ``dup_`` of ``points``; returns the method each panel used and its ``k`` nearest distinct neighbours."""
     used_methods = {}
     neighbours = {}
     groups = (points["store"].astype(str) + "\t" + points["sentence_id"]).to_numpy()
@@ -527,7 +583,7 @@ def explore(
         if ok.any():
             pkey = {"rows": row_key, "layer": name}
             if name == GLOVE_PANEL:
-                pkey = {"rows": row_key, "glove": str(getattr(glove, "fingerprint", glove))}
+                pkey = {"rows": row_key, "glove": glove_id}
             c, used = cached_projection(x[ok], pkey, method=method, seed=seed, cache=cache)
             coords[ok] = c
             used_methods[name] = used
@@ -537,25 +593,7 @@ def explore(
         points[f"y_{name}"] = coords[:, 1]
         points[f"rep_{name}"], points[f"dup_{name}"] = rep, count
         neighbours[name] = _distinct_neighbours(np.where(ok[:, None], x, 0.0), rep, count, k, groups)
-    scores = _scores(points, stacked, panels, n_boot=n_boot, seed=seed)
-    settings = {
-        "n_shown": len(points),
-        "n_total": int(n_total),
-        "max_points": max_points,
-        "seed": seed,
-        "method": method,
-        "method_used": used_methods,
-        "k": k,
-        "color": "form" if all_forms and color == "sense" and lemmas else color,
-        "all_forms": all_forms,
-        "corpora": sorted(set(points["corpus"])),
-        "encoder": str((getattr(stores[0], "manifest", None) or {}).get("encoder", {}).get("name", "")),
-    }
-    ex = Explorer(
-        points, panels, neighbours, scores, settings, title=title or _default_title(settings, lemmas), width=width
-    )
-    ex.legends = _legends(points)
-    return ex
+    return used_methods, neighbours
 
 
 def _default_title(settings: dict, lemmas: Sequence[str] | None) -> str:
@@ -582,8 +620,8 @@ def _scores(
 def _legends(points: pd.DataFrame) -> dict[str, str]:
     sense_c, sense_leg = _sense_colours(points["set"].to_numpy(), points["sense"].to_numpy(), points["gloss"].tolist())
     pos_c, pos_leg = _palette_colours(points["upos"].to_numpy(), TOL_MUTED)
-    form_c, form_leg = _palette_colours(points["form"].to_numpy(), OKABE_ITO)
-    corpus_c, corpus_leg = _palette_colours(points["corpus"].to_numpy(), OKABE_ITO)
+    form_c, form_leg = _palette_colours(points["form"].to_numpy(), CATEGORY_COLOURS)
+    corpus_c, corpus_leg = _palette_colours(points["corpus"].to_numpy(), CATEGORY_COLOURS)
     points["c_sense"], points["c_pos"], points["c_form"], points["c_corpus"] = sense_c, pos_c, form_c, corpus_c
     return {
         "sense": _legend_html(sense_leg),
@@ -595,127 +633,11 @@ def _legends(points: pd.DataFrame) -> dict[str, str]:
 
 # -- the page -------------------------------------------------------------------------------------
 
-_CSS = """
-:host{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222}
-h1{font-size:19px;margin:0 0 4px} .meta{color:#555;font-size:13px;margin-bottom:6px}
-.group{font-size:12px;line-height:1.7;margin-bottom:2px}
-.item{margin-right:12px;white-space:nowrap} .sw{display:inline-block;width:10px;height:10px;
-border-radius:50%;margin-right:4px;vertical-align:middle}
-table.scores{border-collapse:collapse;font-size:12px} table.scores td,table.scores th{border:1px solid #ddd;
-padding:2px 6px;text-align:left} .knn{font-size:13px} .knn td{padding:2px 6px;vertical-align:top}
-mark{background:#ffe066;padding:0 2px}
-"""
 
-_TOOLTIP = """
-<div class="tip" style="max-width:430px;font-size:12px;white-space:normal">
-@DUP{safe}
-<div class="tip-sentence" style="margin-bottom:4px">@sentence_html{safe}</div>
-<div><b>@lemma</b> &middot; @upos &middot; @word</div>
-<div>@sense <i>@gloss</i></div>
-<div style="color:#666">layer LAYER &middot; @doc_id &middot; @corpus</div>
-</div>
-"""
-
-_JS_COLOUR = """
-const mode = select.value;
-const d = source.data;
-d.color = Array.from(d['c_' + mode]);
-source.change.emit();
-legend.text = legends[mode];
-"""
-
-_JS_SEARCH = """
-const q = search.value_input.trim().toLowerCase();
-const d = source.data;
-const n = d.form.length;
-const lw = new Array(n), alpha = new Array(n);
-let hits = 0;
-for (let i = 0; i < n; i++) {
-  const hit = q !== '' && (d.form[i] === q || d.lemma_lc[i] === q);
-  if (hit) hits++;
-  d.hit[i] = hit ? 1 : 0;
-  lw[i] = hit ? 2.0 : 0.0;
-  alpha[i] = q === '' ? 0.75 : (hit ? 1.0 : 0.12);
-}
-for (const p of panels) {
-  const base = d['bsize_' + p];
-  d['size_' + p] = Array.from(base, (b, i) => d.hit[i] ? b * 1.6 : b);
-}
-d.line_width = lw; d.alpha = alpha;
-source.change.emit();
-status.text = q === '' ? '' : `<b>${hits}</b> of ${n} occurrences match "${q.replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]))}"`;
-"""
-
-_JS_TAP = """
-const d = source.data;
-const xs = d['px_' + panel], ys = d['py_' + panel];
-const xr = plot.x_range, yr = plot.y_range;
-const sx = plot.inner_width / (xr.end - xr.start), sy = plot.inner_height / (yr.end - yr.start);
-let best = -1, bestd = 100;  // squared pixels: within 10 px
-for (let i = 0; i < xs.length; i++) {
-  if (!Number.isFinite(xs[i])) continue;
-  const dx = (xs[i] - cb_obj.x) * sx, dy = (ys[i] - cb_obj.y) * sy;
-  const dd = dx * dx + dy * dy;
-  if (dd < bestd) { bestd = dd; best = i; }
-}
-if (best < 0) return;
-const k = knn.data['k'][0];
-const ids = [], cos = [];
-for (let j = 0; j < k; j++) {
-  const id = knn.data['nn_' + panel + '_' + j][best];
-  if (id >= 0) { ids.push(id); cos.push(knn.data['cos_' + panel + '_' + j][best]); }
-}
-const esc = s => String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-const where = panel === 'GloVe' ? 'GloVe' : 'layer ' + panel;
-const dup = d['dup_' + panel];
-const distinct = dup[best] > 1 ? ' distinct vectors' : ' occurrences';
-let h = `<div class="knn"><b>${ids.length} nearest${distinct} at ${esc(where)}</b> (cosine in the original space) of: `
-  + `${d.sentence_html[best]} <i>${esc(d.sense[best])} ${esc(d.gloss[best])}</i>`;
-if (dup[best] > 1) {
-  h += `<div class="ties"><b>${dup[best] - 1} occurrences at cosine 1.000: identical vectors</b> `
-    + `(every occurrence of this word form has the same vector at ${esc(where)})</div>`;
-}
-h += '<table>';
-ids.forEach((id, r) => {
-  const times = dup[id] > 1 ? ` <i>(${dup[id]} identical occurrences)</i>` : '';
-  h += `<tr><td>${r + 1}</td><td>${cos[r].toFixed(3)}</td><td>${d.sentence_html[id]}${times}</td>`
-    + `<td>${esc(d.lemma[id])} ${esc(d.upos[id])}</td><td>${esc(d.sense[id])} <i>${esc(d.gloss[id])}</i></td></tr>`;
-});
-h += '</table></div>';
-out.text = h;
-const m = {};
-for (const p of panels) {
-  m['x_' + p] = [d['x_' + p][best]].concat(ids.map(i => d['x_' + p][i]));
-  m['y_' + p] = [d['y_' + p][best]].concat(ids.map(i => d['y_' + p][i]));
-}
-m['kind'] = ['query'].concat(ids.map(() => 'neighbour'));
-m['mcolor'] = ['#000000'].concat(ids.map(() => '#D55E00'));
-marks.data = m;
-"""
-
-_JS_EXPORT = """
-const d = source.data;
-const sel = source.selected.indices.slice().sort((a, b) => a - b);
-if (sel.length === 0) { status.text = 'nothing selected: draw a lasso or a box first'; return; }
-const cols = ['corpus', 'row', 'sentence_id', 'doc_id', 'word', 'lemma', 'upos', 'senses', 'gloss', 'set', 'sentence'];
-for (const p of panels) { cols.push('x_' + p, 'y_' + p); }
-const q = v => { const s = (v === null || v === undefined || (typeof v === 'number' && isNaN(v))) ? '' : String(v);
-  return /[",\\n\\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
-const lines = [cols.map(c => c === 'senses' ? 'sense' : c).join(',')];
-for (const i of sel) lines.push(cols.map(c => q(d[c][i])).join(','));
-const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'text/csv;charset=utf-8'});
-const a = document.createElement('a');
-a.href = URL.createObjectURL(blob);
-a.download = 'selection.csv';
-document.body.appendChild(a); a.click(); a.remove();
-setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-status.text = `exported ${sel.length} occurrences to selection.csv`;
-"""
-
-_JS_SELECTION = """
-const n = source.selected.indices.length;
-info.text = n ? `<b>${n}</b> selected (in every panel)` : 'no selection: drag a box or a lasso';
-"""
+def _resource(name: str) -> str:
+    """A file of the page bundled under ``probing/resources/explorer/``: its style sheet, the tooltip template and
+    the JavaScript of each callback (the arguments each script reads are named where it is attached)."""
+    return resources.files("probing").joinpath(f"resources/explorer/{name}").read_text(encoding="utf-8")
 
 
 def _scores_html(ex: Explorer) -> str:
@@ -782,29 +704,15 @@ def _duplicates_html(p: pd.DataFrame, name: str, limit: int = 8) -> list[str]:
     return out
 
 
-def _render(ex: Explorer, width: int) -> str:
-    _bokeh()
-    from bokeh.embed import file_html
-    from bokeh.layouts import column, gridplot, row
-    from bokeh.models import (
-        BoxSelectTool,
-        ColumnDataSource,
-        CustomJS,
-        HoverTool,
-        InlineStyleSheet,
-        LassoSelectTool,
-        PanTool,
-        Range1d,
-        ResetTool,
-        WheelZoomTool,
-    )
-    from bokeh.models.widgets import Button, Div, Select, TextInput
-    from bokeh.plotting import figure
-    from bokeh.resources import INLINE
+def _sources(ex: Explorer) -> tuple[Any, Any, Any, float]:
+    """The page's data sources and the base marker size: ``occurrences`` (one row per occurrence: its fields,
+    per panel its coordinates, drawn coordinates (one point per group of identical vectors), group size and
+    marker size; colours, search state), ``knn`` (per panel each row's ``k`` nearest rows and cosines) and
+    ``marks`` (the rings around a clicked point and its neighbours, empty at first)."""
+    from bokeh.models import ColumnDataSource
 
     p = ex.points
     n = len(p)
-    st = ex.settings
     base_size = float(np.clip(900 / max(n, 1) ** 0.5, 4, 10))
     data: dict[str, Any] = {
         c: p[c].tolist()
@@ -824,46 +732,44 @@ def _render(ex: Explorer, width: int) -> str:
         data[f"dup_html_{name}"] = _duplicates_html(p, name)
         data[f"bsize_{name}"] = base_size * np.minimum(np.sqrt(data[f"dup_{name}"]), 6.0)
         data[f"size_{name}"] = data[f"bsize_{name}"].copy()
-    data["color"] = p[f"c_{st['color']}"].tolist()
+    data["color"] = p[f"c_{ex.settings['color']}"].tolist()
     data["hit"] = [0] * n
     data["alpha"] = [0.75] * n
     data["line_width"] = [0.0] * n
-    source = ColumnDataSource(data, name="occurrences")
-    k = st["k"]
+    k = ex.settings["k"]
     knn_data: dict[str, Any] = {"k": [k] * n}
     for name in ex.panels:
         ids, cos = ex.neighbours[name]
         for j in range(k):
             knn_data[f"nn_{name}_{j}"] = ids[:, j].astype(np.int32)
             knn_data[f"cos_{name}_{j}"] = np.round(np.nan_to_num(cos[:, j], nan=0.0), 4).astype(np.float32)
-    knn = ColumnDataSource(knn_data, name="knn")
-    marks = ColumnDataSource(
-        {**{f"{a}_{name}": [] for name in ex.panels for a in ("x", "y")}, "kind": [], "mcolor": []}, name="marks"
+    marks: dict[str, list[Any]] = {
+        **{f"{a}_{name}": [] for name in ex.panels for a in ("x", "y")},
+        "kind": [],
+        "mcolor": [],
+    }
+    return (
+        ColumnDataSource(data, name="occurrences"),
+        ColumnDataSource(knn_data, name="knn"),
+        ColumnDataSource(marks, name="marks"),
+        base_size,
     )
 
-    # Bokeh draws each widget in its own shadow root: the page's CSS does not reach it
-    css: list[Any] = [InlineStyleSheet(css=_CSS)]
-    legend = Div(text=ex.legends[st["color"]], name="legend", sizing_mode="stretch_width", stylesheets=css)
-    status = Div(text="", name="search_status", width=320, stylesheets=css)
-    info = Div(text="no selection: drag a box or a lasso", name="selection_info", width=260, stylesheets=css)
-    out = Div(
-        text="<i>Click a point to list its nearest occurrences in that layer's original space.</i>",
-        name="knn_out",
-        sizing_mode="stretch_width",
-        stylesheets=css,
-    )
-    select = Select(title="Colour by", value=st["color"], options=list[Any](COLOUR_BY), width=120, name="colour_by")
-    search = TextInput(title="Search (word or lemma)", placeholder="e.g. play", width=220, name="search")
-    export = Button(label="Export selection (CSV)", button_type="primary", width=200, name="export", align="end")
 
-    ncols, size = _columns(width, len(ex.panels))
+def _maps(ex: Explorer, source: Any, marks: Any, base_size: float, size: int) -> list[Any]:
+    """One square map of ``size`` px per panel, named ``panel_<name>``: its points (hover: the tooltip),
+    the rings of ``marks``, an axis range that fits its points; box selection and wheel zoom active."""
+    from bokeh.models import BoxSelectTool, HoverTool, LassoSelectTool, PanTool, Range1d, ResetTool, WheelZoomTool
+    from bokeh.plotting import figure
+
+    tooltip = _resource("tooltip.html")
     plots = []
     for name in ex.panels:
-        used = st["method_used"].get(name, "none")
+        used = ex.settings["method_used"].get(name, "none")
         label = GLOVE_PANEL + " (one vector per word form)" if name == GLOVE_PANEL else f"layer {name}"
-        margin = min(0.3, data[f"bsize_{name}"].max() / 2 / size)
-        x_lo, x_hi = _fit_range(data[f"px_{name}"], margin)
-        y_lo, y_hi = _fit_range(data[f"py_{name}"], margin)
+        margin = min(0.3, source.data[f"bsize_{name}"].max() / 2 / size)
+        x_lo, x_hi = _fit_range(source.data[f"px_{name}"], margin)
+        y_lo, y_hi = _fit_range(source.data[f"py_{name}"], margin)
         fig = figure(
             width=size,
             height=size,
@@ -890,65 +796,99 @@ def _render(ex: Explorer, width: int) -> str:
             nonselection_fill_alpha=0.08,
             nonselection_line_alpha=0.1,
         )
-        tip = _TOOLTIP.replace("LAYER", html.escape(name)).replace("DUP", f"dup_html_{name}")
+        tip = tooltip.replace("LAYER", html.escape(name)).replace("DUP", f"dup_html_{name}")
         fig.add_tools(HoverTool(renderers=[r], tooltips=tip))
         fig.scatter(
             f"x_{name}", f"y_{name}", source=marks, size=base_size * 2.4, fill_alpha=0, line_color="mcolor",
             line_width=2.5, marker="circle",
         )  # fmt: skip
-        plots.append((name, fig))
-    panel_names = [name for name, _ in plots]
-    for name, fig in plots:
-        fig.js_on_event(
-            "tap",
-            CustomJS(
-                args=dict(source=source, knn=knn, marks=marks, out=out, plot=fig, panel=name, panels=panel_names),
-                code=_JS_TAP,
-            ),
-        )
-    select.js_on_change(
-        "value", CustomJS(args=dict(select=select, source=source, legend=legend, legends=ex.legends), code=_JS_COLOUR)
-    )
-    search.js_on_change(
-        "value_input",
-        CustomJS(args=dict(search=search, source=source, status=status, panels=panel_names), code=_JS_SEARCH),
-    )
-    export.js_on_event(
-        "button_click", CustomJS(args=dict(source=source, status=status, panels=panel_names), code=_JS_EXPORT)
-    )
-    source.selected.js_on_change("indices", CustomJS(args=dict(source=source, info=info), code=_JS_SELECTION))
+        plots.append(fig)
+    return plots
 
+
+def _header(ex: Explorer, stylesheets: list[Any]) -> Any:
+    """The page's title and one line on what it shows and how to use it."""
+    from bokeh.models.widgets import Div
+
+    st = ex.settings
     methods = sorted(set(st["method_used"].values()))
     how = " and ".join(m.upper() for m in methods) + (" (cosine)" if "umap" in methods else "")
     sample = f"{st['n_shown']:,} of {st['n_total']:,} occurrences" + (
         " (sample stratified by set and sense)" if st["n_shown"] < st["n_total"] else ""
     )
-    header = Div(
+    return Div(
         text=(
             f"<h1>{html.escape(ex.title)}</h1><div class='meta' id='meta'>{sample} &middot; projection {how}, "
-            f"seed {st['seed']} &middot; neighbours: k={k}, cosine in each layer's original space &middot; "
+            f"seed {st['seed']} &middot; neighbours: k={st['k']}, cosine in each layer's original space &middot; "
             "hover a point to read its sentence, click it for its nearest occurrences, drag a box or lasso to "
             "select (linked across panels)</div>"
         ),
         sizing_mode="stretch_width",
         name="header",
-        stylesheets=css,
+        stylesheets=stylesheets,
     )
-    scores = Div(text=_scores_html(ex), name="scores", sizing_mode="stretch_width", stylesheets=css)
-    grid = gridplot([f for _, f in plots], ncols=ncols, toolbar_location="right", merge_tools=True)
-    controls = [row(select, search, export, status, info)]
-    if width < 1200:  # the five controls need about 1,170 px: status and selection count on a second row
-        controls = [row(select, search, export), row(status, info)]
-    layout = column(
-        header,
-        *controls,
-        legend,
-        grid,
-        out,
-        scores,
+
+
+def _render(ex: Explorer, width: int) -> str:
+    """The page for ``width`` CSS pixels: the maps in :func:`_columns`' grid, which a narrower window
+    re-wraps on load and on resize (``layout.js``: the same rule on the window's width, at most ``width``);
+    the controls wrap to the window too."""
+    _bokeh()
+    from bokeh.document import Document
+    from bokeh.embed import file_html
+    from bokeh.layouts import column, gridplot, row
+    from bokeh.models import CustomJS, InlineStyleSheet
+    from bokeh.models.widgets import Button, Div, Select, TextInput
+    from bokeh.resources import INLINE
+
+    st = ex.settings
+    source, knn, marks, base_size = _sources(ex)
+    # Bokeh draws each widget in its own shadow root: the page's CSS does not reach it
+    css: list[Any] = [InlineStyleSheet(css=_resource("explorer.css"))]
+    legend = Div(text=ex.legends[st["color"]], name="legend", sizing_mode="stretch_width", stylesheets=css)
+    status = Div(text="", name="search_status", width=320, stylesheets=css)
+    info = Div(text="no selection: drag a box or a lasso", name="selection_info", width=260, stylesheets=css)
+    out = Div(
+        text="<i>Click a point to list its nearest occurrences in that layer's original space.</i>",
+        name="knn_out",
         sizing_mode="stretch_width",
+        stylesheets=css,
+        styles=_SCROLL,
     )
-    return file_html(layout, resources=INLINE, title=ex.title)
+    select = Select(title="Colour by", value=st["color"], options=list[Any](COLOUR_BY), width=120, name="colour_by")
+    search = TextInput(title="Search (word or lemma)", placeholder="e.g. play", width=220, name="search")
+    export = Button(label="Export selection (CSV)", button_type="primary", width=200, name="export", align="end")
+
+    ncols, size = _columns(width, len(ex.panels))
+    plots = _maps(ex, source, marks, base_size, size)
+    panels = list(ex.panels)
+    for name, fig in zip(panels, plots):
+        tap = dict(source=source, knn=knn, marks=marks, out=out, plot=fig, panel=name, panels=panels)
+        fig.js_on_event("tap", CustomJS(args=tap, code=_resource("tap.js")))
+    select.js_on_change(
+        "value",
+        CustomJS(
+            args=dict(select=select, source=source, legend=legend, legends=ex.legends), code=_resource("colour.js")
+        ),
+    )
+    search.js_on_change(
+        "value_input",
+        CustomJS(args=dict(search=search, source=source, status=status, panels=panels), code=_resource("search.js")),
+    )
+    export.js_on_event(
+        "button_click", CustomJS(args=dict(source=source, status=status, panels=panels), code=_resource("export.js"))
+    )
+    selection = CustomJS(args=dict(source=source, info=info), code=_resource("selection.js"))
+    source.selected.js_on_change("indices", selection)
+
+    scores = Div(text=_scores_html(ex), name="scores", sizing_mode="stretch_width", stylesheets=css, styles=_SCROLL)
+    grid = gridplot(plots, ncols=ncols, toolbar_location="right", merge_tools=True)
+    controls = row(select, search, export, status, info, styles={"flex-wrap": "wrap"})
+    doc = Document()
+    doc.add_root(column(_header(ex, css), controls, legend, grid, out, scores, sizing_mode="stretch_width"))
+    fit = dict(grid=grid, plots=plots, width=width, panel_min=_PANEL_MIN, panel_max=_PANEL_MAX, toolbar=_TOOLBAR)
+    doc.js_on_event("document_ready", CustomJS(args=fit, code=_resource("layout.js")))
+    return file_html(doc, resources=INLINE, title=ex.title)
 
 
 __all__ = ["COLOUR_BY", "Explorer", "MissingExtraError", "cached_projection", "explore", "knn_cosine"]

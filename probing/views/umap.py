@@ -24,14 +24,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from probing.errors import InputError
+from probing.palette import CATEGORY_COLOURS
 from probing.protocols import StoreLike
 from probing.views.neighbors import _layer_index, _store_layer_names, type_neighbors
 from probing.views.senses import lemma_rows, sense_separation
 
 Gloss = Callable[[str], str]
 
-# Okabe & Ito (2008), without black (kept for the type-average star): safe for colour-vision deficiencies.
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
 # Paul Tol's "muted" qualitative scheme (9 colours), colour-blind safe, for the part-of-speech view.
 TOL_MUTED = ["#332288", "#CC6677", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499", "#DDCC77"]
 OTHER_COLOUR = "#BBBBBB"
@@ -204,8 +203,8 @@ def umap_layers_coords(
     ``color_by`` the groups are the word forms); a
     lemma none of whose occurrences has a value (a corpus without senses) warns: its map would be all grey.
     """
-    if not 1 <= n_senses <= len(OKABE_ITO):
-        raise InputError(f"n_senses must be between 1 and {len(OKABE_ITO)} (distinct colours), got {n_senses}")
+    if not 1 <= n_senses <= len(CATEGORY_COLOURS):
+        raise InputError(f"n_senses must be between 1 and {len(CATEGORY_COLOURS)} (distinct colours), got {n_senses}")
     tokens = store.tokens
     if color_by != "sense" and color_by not in tokens.columns:
         raise InputError(f"color_by={color_by!r} is not a token-table column; columns: {', '.join(tokens.columns)}")
@@ -399,53 +398,59 @@ def umap_layers(
                 ha="left",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5},
             )
-        info = fig.add_subplot(grid[r, n_cols])
-        info.axis("off")
-        handles = [
-            Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle="",
-                color=colour_of[g],
-                markersize=7,
-                label=part.loc[part["group"] == g, "label"].iat[0],
-            )
-            for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
-        ]
-        handles.append(
-            Line2D(
-                [],
-                [],
-                marker="*",
-                linestyle="",
-                color="black",
-                markerfacecolor="none",
-                markersize=12,
-                label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
-            )
-        )
-        info.legend(
-            handles=handles,
-            loc="upper left",
-            fontsize=7.5,
-            frameon=False,
-            title=f"{first['selection']}: {first['n_total']:,} occurrences",
-            title_fontsize=8.5,
-        )
-        notes = []
-        note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
-        if note:
-            notes.append(note)
-        if glove is not None:
-            notes.append(_glove_note(glove, lemma))
-        if notes:
-            info.text(
-                0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes
-            )
+        _draw_lemma_info(fig.add_subplot(grid[r, n_cols]), part, groups, colour_of, glove, lemma)
     what = "WordNet sense" if color_by == "sense" else color_by
     fig.suptitle(f"Occurrences by {what}, per layer ({_method_title(coords)}, seed {seed})", fontsize=11)
     return fig
+
+
+def _draw_lemma_info(
+    info: Axes, part: pd.DataFrame, groups: list[str], colour_of: dict[str, str], glove: Any, lemma: str
+) -> None:
+    """The column beside a lemma's maps: the legend of its groups (most frequent first, "other" last) and of
+    the type-average star, then the sample note and, with ``glove``, the word's GloVe type neighbours."""
+    first = part.iloc[0]
+    info.axis("off")
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=colour_of[g],
+            markersize=7,
+            label=part.loc[part["group"] == g, "label"].iat[0],
+        )
+        for g in sorted(groups, key=lambda g: (g == OTHER, -np.sum(part["group"] == g)))
+    ]
+    handles.append(
+        Line2D(
+            [],
+            [],
+            marker="*",
+            linestyle="",
+            color="black",
+            markerfacecolor="none",
+            markersize=12,
+            label="mean of these occurrences: one\npoint for all senses, as a type\nvector such as GloVe gives",
+        )
+    )
+    info.legend(
+        handles=handles,
+        loc="upper left",
+        fontsize=7.5,
+        frameon=False,
+        title=f"{first['selection']}: {first['n_total']:,} occurrences",
+        title_fontsize=8.5,
+    )
+    notes = []
+    note = _sample_note(int(first["n_shown"]), int(first["n_total"]), "occurrences", "sense")
+    if note:
+        notes.append(note)
+    if glove is not None:
+        notes.append(_glove_note(glove, lemma))
+    if notes:
+        info.text(0.0, 0.0, "\n".join(notes), fontsize=7.5, va="bottom", ha="left", wrap=True, transform=info.transAxes)
 
 
 def _draw_groups(ax: Axes, occ: pd.DataFrame, groups: list[str], colour_of: dict[str, str]) -> None:
@@ -478,7 +483,7 @@ def _group_colours(part: pd.DataFrame) -> dict[str, str]:
     occ = part[part["kind"] == "occurrence"]
     ranked = [g for g in occ["group"].value_counts().index if g != OTHER]
     ranked.sort(key=lambda g: (-np.sum(occ["group"] == g), g))
-    colours = {g: OKABE_ITO[i % len(OKABE_ITO)] for i, g in enumerate(ranked)}
+    colours = {g: CATEGORY_COLOURS[i % len(CATEGORY_COLOURS)] for i, g in enumerate(ranked)}
     colours[OTHER] = OTHER_COLOUR
     return colours
 

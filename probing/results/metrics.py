@@ -1,13 +1,13 @@
 """The metrics the built-in task kinds emit, each defined once; a kind lists the ones it emits (and names its
 headline) in its :class:`~probing.tasks.common.TaskKind`, and registering the kind registers them. They are
-also registered when this module is imported (it needs no probe code), so the figures and the report can
-label and bound them without importing the kinds."""
+also registered when :mod:`probing.results` is imported (this module needs no probe code), so the results
+tables, the figures and the report label, bound and orient them without importing the kinds."""
 
 from __future__ import annotations
 
 import math
 
-from probing.results import Metric, register_metric
+from probing.results.schema import Metric, register_metric
 
 _FRACTION, _SIGNED, _SPEARMAN, _POSITIVE = (0.0, 1.0), (-1.0, 1.0), (-1.0, 1.0), (0.0, math.inf)
 
