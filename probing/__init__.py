@@ -5,15 +5,7 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-# MKL's float32 GEMMs split their work across threads differently with the thread count on some code paths
-# (AVX2: an ELMo store at 1 and 2 threads differed in 0.04 % of its values, and a probe fit then moved by
-# up to 0.07 points). Strict conditional numerical reproducibility makes every GEMM give the same bits for
-# any thread count, at no measurable cost here. MKL reads the variable at its first call, so it is set on
-# import, before probing runs anything; a user's own setting wins.
-os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 __version__ = "0.1.0"
 

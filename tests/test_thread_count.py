@@ -1,12 +1,14 @@
-"""The same numbers at 1 and 2 threads, on the code paths of an AVX2-only CPU as well.
+"""The same numbers at 1 and 2 threads, in fresh processes: an ELMo store and a probe fit on it.
 
-MKL's float32 GEMMs may split their work by thread count on some code paths (its AVX2 kernels among them),
-so an ELMo store extracted at 1 and at 2 threads differed in 0.04 % of its values on such a CPU, and a
-probe fit on the same store at 1 and 2 threads gave other weights (issue 43: a row of the quick default run
-moved by 0.07 points). ``import probing`` sets MKL's strict conditional numerical reproducibility
-(``MKL_CBWR=AUTO,STRICT``) before the first GEMM. These tests run the extraction and a probe fit in fresh
-processes at 1 and 2 threads, once on this CPU's own code paths and once restricted to AVX2 (torch's
-kernels, MKL's and oneDNN's, by their documented environment variables), and compare the bytes.
+A run's thread count is fixed when its process starts (``OMP_NUM_THREADS``); the in-process tests
+(tests/test_probes_linear.py, tests/test_probes_scale.py) switch ``torch.set_num_threads`` inside one process,
+which does not cover what a library decides at start-up. This test runs the extraction and a probe fit in
+fresh processes at 1 and 2 threads on this CPU's own code paths and compares the bytes.
+
+What it does not cover (DESIGN.md, "Same numbers for any thread count"): on AVX2-only code paths (emulated
+with ``ONEDNN_MAX_CPU_ISA=AVX2``) an ELMo store's layers 1 and 2 differ in the last bits between 1 and 2
+threads, and MKL's strict reproducibility mode (``MKL_CBWR=AUTO,STRICT``), which removes that, makes small
+float32 and float64 GEMMs depend on the thread count here instead, so it is not set.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 SCRIPT = """
 import sys
@@ -39,25 +39,21 @@ np.savez(out + "/out.npz", *layers, coef=probe.coef_)
 """
 
 
-def _run(tmp: Path, threads: int, extra: dict[str, str]) -> dict[str, np.ndarray]:
+def _run(tmp: Path, threads: int) -> dict[str, np.ndarray]:
     """Extract and fit in a fresh process with ``threads`` threads; the arrays it saved."""
-    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}  # what a user's fresh shell has
-    env.update(extra, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     tmp.mkdir()
     subprocess.run([sys.executable, "-c", SCRIPT, str(tmp)], env=env, check=True, timeout=600)
     with np.load(tmp / "out.npz", allow_pickle=False) as f:
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.slow  # four fresh processes, each loading the bundled model (about 10 s each)
+@pytest.mark.slow  # two fresh processes, each loading the bundled model (about 10 s each)
 @pytest.mark.filterwarnings("ignore:.*max_iter")
-@pytest.mark.parametrize("paths", ["native", "avx2"])
-def test_a_store_and_a_probe_fit_are_the_same_bytes_at_1_and_2_threads(tmp_path, paths):
-    """Every layer of the store and the fitted probe's weights: equal bit for bit. Without strict
-    reproducibility (``MKL_CBWR`` unset, as before) the probe's weights differ at 1 and 2 threads on the
-    AVX2 paths, in the 7th significant digit; the L-BFGS path would carry that further on a longer fit."""
-    extra = AVX2 if paths == "avx2" else {}
-    one, two = _run(tmp_path / "one", 1, extra), _run(tmp_path / "two", 2, extra)
-    assert sorted(one) == sorted(two)
+def test_a_store_and_a_probe_fit_are_the_same_bytes_at_1_and_2_threads(tmp_path):
+    """Every layer of the store (30 sentences in chunks of 200 tokens) and the fitted probe's weights: equal
+    bit for bit at 1 and 2 threads."""
+    one, two = _run(tmp_path / "one", 1), _run(tmp_path / "two", 2)
+    assert sorted(one) == ["arr_0", "arr_1", "arr_2", "coef"]
     for name in one:
-        assert np.array_equal(one[name], two[name]), f"{name} differs between 1 and 2 threads ({paths})"
+        assert np.array_equal(one[name], two[name]), f"{name} differs between 1 and 2 threads"

@@ -56,7 +56,11 @@ class _Run(RunRecord):
             t0 = time.time()
             self.log(f"activations: {encoder} on {ref}")
             store = extract(
-                self.encoders[encoder], self.corpus(ref), cache_dir=self.exp.cache_dir, progress=self.progress
+                self.encoders[encoder],
+                self.corpus(ref),
+                cache_dir=self.exp.cache_dir,
+                progress=self.progress,
+                chunk_tokens=self.exp.chunk_tokens,
             )
             self.add_store(encoder, ref, store, time.time() - t0)
         return self.parts[key]
@@ -112,6 +116,7 @@ class _Run(RunRecord):
                 for enc, ref in todo
             ],
             cache_dir=self.exp.cache_dir,
+            chunk_tokens=self.exp.chunk_tokens,
             num_gpus=gpus_for(device),
             device=device,
             progress=self.progress,
@@ -255,9 +260,9 @@ def run_experiment(
     store (default ``[run] shards``, else the CPUs Ray reports;
     :func:`probing.store.distributed.extract_ray_many`), then runs the probe jobs that are not cached as Ray
     tasks, in parallel. A probe job runs the local code with the same seeds and stores, on one thread (Ray's
-    default), so its rows are the local run's as far as the fits do not depend on the thread count; a store
-    extracted in shards batches sentences differently, so its values match a single-process store within
-    one fp16 step. Provenance records per store ``ray_shards`` (the shard
+    default), so its rows are the local run's (the fits do not depend on the thread count); a store extracted
+    in shards is cut into whole chunks of ``[run] chunk_tokens`` tokens, so it equals the single-process store
+    bit for bit. Provenance records per store ``ray_shards`` (the shard
     tasks that wrote it in this run, 0 for a cache hit; its ``seconds`` are those of the whole Ray
     extraction). Shards and finished jobs are cached as they finish, so a killed driver resumes; Ray retries a task
     whose worker died. On a cluster the cache must be on a filesystem every node mounts at the same path.

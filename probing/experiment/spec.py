@@ -28,6 +28,8 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
     backend = "ray"              # stores extracted in shards and probe jobs run as Ray tasks
     address = "auto"             # "local" (a Ray started for the run, the default), "auto", "ray://HEAD:10001"
     shards = 8                   # Ray tasks per store to extract (default: the CPUs Ray reports)
+    chunk_tokens = 32768         # tokens encoded and written per chunk; a Ray shard is whole chunks, so a
+                                 # sharded store equals the single-process one bit for bit
 
     [[encoders]]
     name = "elmo"
@@ -85,6 +87,7 @@ from typing import Any
 from probing._toml import ExperimentError, Table
 from probing.corpora.base import Corpus
 from probing.encoders import ENCODER_KINDS, Encoder, encoder_kind
+from probing.store.format import CHUNK_TOKENS
 from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
 from probing.tasks.common import SOLVERS
 
@@ -292,6 +295,7 @@ class Experiment:
     backend: str = "local"
     ray_address: str = "local"
     shards: int | None = None  # [run] shards: Ray tasks per store extracted on Ray (None: Ray's CPU count)
+    chunk_tokens: int = CHUNK_TOKENS  # [run] chunk_tokens: tokens per extraction chunk (a Ray shard's unit)
     similarity: SimilaritySpec | None = None
 
     def quick(self) -> Experiment:
@@ -324,6 +328,7 @@ class Experiment:
                 "backend": self.backend,
                 "address": self.ray_address,
                 **({} if self.shards is None else {"shards": self.shards}),
+                **({} if self.chunk_tokens == CHUNK_TOKENS else {"chunk_tokens": self.chunk_tokens}),
             },
             "probe": self.probe.to_dict(),
             "encoders": [e.to_dict() for e in self.encoders],
@@ -544,6 +549,7 @@ def parse_experiment(
     backend = run.string("backend", default(Experiment, "backend"), choices=("local", "ray"))
     ray_address = run.string("address", default(Experiment, "ray_address"))
     shards = run.integer("shards", default(Experiment, "shards"), minimum=1, maximum=MAX_SHARDS)
+    chunk_tokens = run.integer("chunk_tokens", default(Experiment, "chunk_tokens"), minimum=1)
     d = ProbeSettings()
     seeds = exp.int_list("seeds", d.seeds)
     settings = ProbeSettings(
@@ -607,6 +613,7 @@ def parse_experiment(
         backend=backend,
         ray_address=ray_address,
         shards=shards,
+        chunk_tokens=chunk_tokens,
         similarity=similarity,
     )
 

@@ -280,7 +280,6 @@ def provenance(**extra: Any) -> dict[str, Any]:
         "pandas": pd.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "mkl_cbwr": os.environ.get("MKL_CBWR", ""),
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     info.update(extra)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from probing.devices import use_device
 from probing.errors import InputError
@@ -60,8 +61,13 @@ def _extract_shard(
     device: str | None,
     tally: Any,
     task: int,
+    threads: int,
 ) -> str:
-    """One shard store (the body of a Ray task); the model is built on ``device`` inside the task."""
+    """One shard store (the body of a Ray task); the model is built on ``device`` inside the task and runs
+    with ``threads`` torch threads, the driver's: with the same batches (whole chunks) and the same thread
+    count, a shard computes exactly what the single-process extraction computes (on some CPUs, e.g. an
+    AVX2-only one, float32 kernels round differently at another thread count; Ray starts a task with one)."""
+    torch.set_num_threads(threads)
     with use_device(device):
         store = extract(
             _Counting(encoder_factory(), tally, task),
@@ -161,6 +167,7 @@ def extract_ray_many(
     if not ray.is_initialized():
         ray.init()
     tally: Any = ray.remote(_Tally).options(num_cpus=0).remote()
+    threads = torch.get_num_threads()  # a shard runs with the thread count the driver would extract with
     task = ray.remote(_extract_shard).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=3)
     refs: dict[Any, int] = {}
     owner: list[tuple[int, int]] = []  # per task: (request, shard index)
@@ -174,7 +181,16 @@ def extract_ray_many(
             owner.append((i, k))
             expected.append(int(tokens[k]))
             ref = task.remote(
-                encoder_factory, corpus_factory, (k, m), str(root), chunk_tokens, batch_tokens, device, tally, tid
+                encoder_factory,
+                corpus_factory,
+                (k, m),
+                str(root),
+                chunk_tokens,
+                batch_tokens,
+                device,
+                tally,
+                tid,
+                threads,
             )
             refs[ref] = tid
     shard_paths: dict[int, dict[int, str]] = {i: {} for i, _, _ in todo}
