@@ -7,8 +7,9 @@ AVX2-only CPU runs them.
         [--threads 1 2] [--coretype unset Haswell] [--out DIR]
 
 Prints one row per run (sha256 of results.csv, mix_weights.csv and per_tag.csv, wall and CPU seconds) and,
-per code path, whether every run wrote the same bytes. Runs on different code paths may differ (float32
-kernels round differently); runs on one path must not.
+per code path and ``OPENBLAS_CORETYPE`` (which picks numpy's OpenBLAS kernels: another code path), whether
+the thread counts wrote the same bytes. Runs on different code paths may differ (float kernels round
+differently); runs on one path at different thread counts must not.
 """
 
 from __future__ import annotations
@@ -83,11 +84,12 @@ def main() -> None:
     for r in rows:
         print(" | ".join(str(r[h]) for h in header))
     for paths in args.paths:
-        digests = {tuple(r[f] for f in FILES) for r in rows if r["paths"] == paths}
-        print(
-            f"{paths}: {'byte-identical' if len(digests) == 1 else 'DIFFERENT'} across {len(args.threads)} "
-            f"thread counts x {len(args.coretype)} OPENBLAS_CORETYPE settings"
-        )
+        for coretype in args.coretype:
+            same = {
+                tuple(r[f] for f in FILES) for r in rows if (r["paths"], r["OPENBLAS_CORETYPE"]) == (paths, coretype)
+            }
+            verdict = "byte-identical" if len(same) == 1 else "DIFFERENT"
+            print(f"{paths}, OPENBLAS_CORETYPE={coretype}: {verdict} at {len(args.threads)} thread counts")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from probing.devices import use_device
 from probing.errors import InputError
@@ -67,6 +66,8 @@ def _extract_shard(
     with ``threads`` torch threads, the driver's: with the same batches (whole chunks) and the same thread
     count, a shard computes exactly what the single-process extraction computes (on some CPUs, e.g. an
     AVX2-only one, float32 kernels round differently at another thread count; Ray starts a task with one)."""
+    import torch
+
     torch.set_num_threads(threads)
     with use_device(device):
         store = extract(
@@ -167,6 +168,8 @@ def extract_ray_many(
     if not ray.is_initialized():
         ray.init()
     tally: Any = ray.remote(_Tally).options(num_cpus=0).remote()
+    import torch
+
     threads = torch.get_num_threads()  # a shard runs with the thread count the driver would extract with
     task = ray.remote(_extract_shard).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=3)
     refs: dict[Any, int] = {}
