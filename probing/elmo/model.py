@@ -360,13 +360,6 @@ def run_directions(
     """``packed_recurrence`` for the forward and backward direction (``args``: gates, w_h, w_p, h, c each),
     in parallel when torch may use more than one thread (1.3x on 2 cores), else one after the other.
 
-    Either way each direction's matrix products run on one intra-op thread. The recurrence multiplies a few
-    rows at a time (the sentences still running at a step), and float32 GEMMs of 5 to 11 rows round
-    differently at 1 and 2 threads on the CPUs tested (with oneDNN's AVX2 kernels the stores then differed,
-    and a probe on them moved by 0.07 points, issue 43); on one thread each, a store has the same bits at any
-    thread count. On 2 cores this costs nothing measurable (the two directions keep both cores busy); on a
-    machine with many cores the recurrence uses two of them.
-
     Parameters
     ----------
     args : list (2,) of [gates (N, 4 * C), w_h (P, 4 * C), w_p (C, P), h (B, P), c (B, C)]
@@ -379,14 +372,9 @@ def run_directions(
     list (2,) of (out (N, P), h (B, P), c (B, C))
         :func:`packed_recurrence`'s result per direction, forward first.
     """
-    threads = torch.get_num_threads()
-    if threads == 1:
-        return [packed_recurrence(a[0], a[1], a[2], a[3], a[4], batch_sizes, cell_clip, proj_clip) for a in args]
-    torch.set_num_threads(1)  # each direction's GEMMs on one thread: see the docstring
-    try:
+    if torch.get_num_threads() > 1:
         return _parallel_directions(args[0], args[1], batch_sizes, cell_clip, proj_clip)
-    finally:
-        torch.set_num_threads(threads)
+    return [packed_recurrence(a[0], a[1], a[2], a[3], a[4], batch_sizes, cell_clip, proj_clip) for a in args]
 
 
 _AMX_FLAGS = {"amx_bf16", "amx_tile", "amx_int8", "amx_fp16"}
