@@ -11,10 +11,11 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
 
     [probe]
     C = [0.001, 0.01, 0.1, 1, 10, 100]   # inverse L2 strengths, chosen on dev accuracy
-    max_iter = 100               # linear probe solver iterations
-    mix_max_iter = 300           # scalar-mix probe iterations
+    patience = 2                 # stop the C grid after 2 values in a row without a better dev accuracy; 0: all
+    max_iter = 1000              # linear probe solver iterations (a cap: tol ends the fits)
+    mix_max_iter = 1000          # scalar-mix probe iterations
     mix_refits = 0               # scalar-mix refits on bootstrap resamples of the training sentences (spread)
-    tol = 1e-4
+    tol = 1e-6                   # converged: the objective within ~1e-6 (relative) of its optimum
     solver = "lbfgs"             # or "adam" (stochastic: one fit per seed)
     control = true               # control tasks (Hewitt & Liang 2019) for every layer
     mix = true                   # learned scalar mix of all layers (or a list: the encoders that get one)
@@ -557,6 +558,7 @@ def parse_experiment(
         max_iter=probe.integer("max_iter", d.max_iter, minimum=1),
         mix_max_iter=probe.integer("mix_max_iter", d.mix_max_iter, minimum=1),
         tol=probe.number("tol", d.tol),
+        patience=probe.integer("patience", d.patience, minimum=0) or None,
         solver=probe.string("solver", d.solver, choices=SOLVERS),
         seeds=seeds,
         n_boot=exp.integer("bootstrap", d.n_boot, minimum=1, maximum=MAX_BOOTSTRAP),

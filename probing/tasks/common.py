@@ -36,8 +36,9 @@ class TaskError(ProbingError, ValueError):
 class ProbeSettings:
     """Probe hyperparameters and statistics shared by all tasks.
 
-    ``Cs``: inverse L2 strengths tried (chosen on dev accuracy); ``max_iter``/``tol``: the linear probe's
-    solver limits; ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
+    ``Cs``: inverse L2 strengths tried (chosen on dev accuracy), from the strongest penalty until ``patience``
+    values in a row have not beaten the best dev accuracy (None: every C); ``max_iter``/``tol``: the linear
+    probe's solver limits (:class:`~probing.probes.linear.LinearProbe`); ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
     probe is fit once (its rows carry ``seeds[0]``); ``"adam"`` is fit once per seed. Control tasks are
     drawn once per seed. ``n_boot`` bootstrap replicates over sentences give the 95 % CIs.
     ``control``, ``mix`` and ``concat`` switch those probes on or off; ``mix`` and ``concat`` may also name
@@ -47,9 +48,10 @@ class ProbeSettings:
     """
 
     Cs: tuple[float, ...] = DEFAULT_CS
-    max_iter: int = 100
-    mix_max_iter: int = 300
-    tol: float = 1e-4
+    max_iter: int = 1000
+    mix_max_iter: int = 1000
+    tol: float = 1e-6
+    patience: int | None = 2
     solver: str = "lbfgs"
     seeds: tuple[int, ...] = (0, 1, 2)
     n_boot: int = 1000
@@ -68,6 +70,8 @@ class ProbeSettings:
         for name in ("max_iter", "mix_max_iter", "n_boot"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.patience is not None and self.patience < 1:
+            raise InputError(f"patience must be None or a positive integer, got {self.patience}")
         if self.mix_refits < 0:
             raise InputError(f"mix_refits must be 0 or a positive integer, got {self.mix_refits}")
 
@@ -91,6 +95,7 @@ class ProbeSettings:
             "max_iter": self.max_iter,
             "mix_max_iter": self.mix_max_iter,
             "tol": self.tol,
+            "patience": self.patience,
             "solver": self.solver,
             "seeds": list(self.seeds),
             "n_boot": self.n_boot,

@@ -103,7 +103,7 @@ def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[L
     notes : dict
         ``C``, ``n_iter``, ``converged`` and the ``l2_path``, for the job's provenance.
     """
-    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
+    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol, "patience": settings.patience}
     if settings.solver == "adam":
         params.update(solver="adam", random_state=seed)
     probe, converged = quiet_fit(LinearProbeCV(Cs=settings.Cs, **params).fit, X, y, X_dev, y_dev)
@@ -112,7 +112,9 @@ def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[L
 
 def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbeCV, dict]:
     """The scalar mix of the layers ``Xs`` (L arrays (n, d)) with C chosen on ``Xs_dev`` (L arrays (n_dev, d))."""
-    probe = ScalarMixProbeCV(Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol)
+    probe = ScalarMixProbeCV(
+        Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol, patience=settings.patience
+    )
     probe, converged = quiet_fit(probe.fit, Xs, y, Xs_dev, y_dev)
     return probe, _cv_notes(probe, converged)
 
