@@ -1,7 +1,7 @@
 """MDL probing (``mdl = true``) and the ``[similarity]`` table in an experiment file, end to end on tiny slices
 of the bundled demo data with the fixture ELMo (tests/fixtures/elmo_allennlp, Apache-2.0) and the tiny GloVe
 fixture: the rows equal direct calls of :func:`probing.probes.mdl.online_codelength` and
-:func:`probing.similarity.layer_similarity` on the run's own stores; then the report and bad keys."""
+:func:`probing.analysis.similarity.layer_similarity` on the run's own stores; then the report and bad keys."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probing.analysis.similarity import layer_similarity
 from probing.experiment import ExperimentError, load_experiment, parse_experiment, run_experiment
 from probing.probes.control import ControlTask
 from probing.probes.mdl import FRACTIONS, online_codelength
 from probing.report import build_report, summary_table
 from probing.results import SIMILARITY_COLUMNS, read_results
-from probing.similarity import layer_similarity
 from probing.tasks import TASK_KINDS, Job, Part
 
 FIX = Path(__file__).parent / "fixtures"

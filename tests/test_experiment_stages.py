@@ -247,12 +247,12 @@ def test_the_similarity_table_is_a_cached_job(elmo_folder, monkeypatch):
     first = run_experiment(exp, elmo_folder / "one", progress=False)
     assert len(first.similarity) == 9  # linear CKA for every ordered pair of ELMo's 3 layers
 
-    import probing.similarity
+    import probing.analysis.similarity
 
     def boom(*args, **kwargs):
         raise AssertionError("the similarity table was computed again")
 
-    monkeypatch.setattr(probing.similarity, "layer_similarity", boom)
+    monkeypatch.setattr(probing.analysis.similarity, "layer_similarity", boom)
     second = run_experiment(exp, elmo_folder / "two", progress=False)
     assert "similarity demo-ud:dev" in second.provenance["cached_jobs"]
     pd.testing.assert_frame_equal(second.similarity, first.similarity)

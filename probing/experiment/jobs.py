@@ -52,10 +52,10 @@ def kind_identity(kind: TaskKind) -> str:
 
 def similarity_key(spec: Mapping[str, Any], stores: Mapping[str, str]) -> str:
     """The job key of a ``[similarity]`` table (``spec``, its ``to_dict``) on ``stores`` (encoder -> store
-    key): the toolkit version and the code identity of :mod:`probing.similarity` included."""
+    key): the toolkit version and the code identity of :mod:`probing.analysis.similarity` included."""
     import probing
 
-    code = code_identity(SIMILARITY_VERSION, ["probing.similarity"])
+    code = code_identity(SIMILARITY_VERSION, ["probing.analysis.similarity"])
     return digest({"version": probing.__version__, "code": code, "similarity": dict(spec), "stores": dict(stores)})
 
 

@@ -208,7 +208,7 @@ def _erased_variants(
     task: TaskSpec, train: Part, dev: Part | None, tests: list[Part]
 ) -> list[tuple[str, tuple[Part, Part | None, list[Part]]]]:
     """The task's ``erase`` runs: (intervention, its parts seen through erasers fitted on the training store)."""
-    from probing.erasure import ErasedStore, fit_layer_erasers
+    from probing.analysis.erasure import ErasedStore, fit_layer_erasers
 
     out = []
     for spec in task.erase:
@@ -498,7 +498,7 @@ def _similarity(run: _Run, cache: JobCache) -> pd.DataFrame | None:
     if rows is not None:
         run.cached.append(label)
         return pd.DataFrame(rows, columns=SIMILARITY_COLUMNS)
-    from probing.similarity import layer_similarity
+    from probing.analysis.similarity import layer_similarity
 
     run.log(f"layer similarity on {sim.dataset}: {', '.join(sim.measures)}")
     t0 = time.time()

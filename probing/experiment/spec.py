@@ -149,7 +149,7 @@ def default(cls: type, name: str) -> Any:
 @dataclass(frozen=True)
 class InterveneSpec:
     """An ELMo encoder's ``intervene = { layer = 1, label = "upos", method = "leace", fit_on = "demo-ud:train" }``:
-    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.intervention`),
+    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.analysis.intervention`),
     erasers fitted on the unedited model's store of ``fit_on``; ``rank`` only for ``method = "random"``."""
 
     layer: int
@@ -185,7 +185,7 @@ class EncoderSpec:
         base = kind.encoder(self.options, self.name)
         if self.intervene is None:
             return base
-        from probing.intervention import LazyIntervenedEncoder
+        from probing.analysis.intervention import LazyIntervenedEncoder
 
         iv = self.intervene
         assert kind.bilm is not None  # the parser reads intervene only for kinds with a biLM
@@ -261,7 +261,7 @@ class TaskSpec:
 @dataclass(frozen=True)
 class SimilaritySpec:
     """The ``[similarity]`` table: every measure between every pair of layers of ``encoders`` on the tokens
-    of ``dataset`` (:func:`probing.similarity.layer_similarity`)."""
+    of ``dataset`` (:func:`probing.analysis.similarity.layer_similarity`)."""
 
     dataset: DataRef
     encoders: tuple[str, ...]
@@ -413,7 +413,7 @@ def _encoder(t: Table) -> EncoderSpec:
 
 
 def _intervene(t: Table) -> InterveneSpec:
-    from probing.erasure import METHODS
+    from probing.analysis.erasure import METHODS
     from probing.tasks.labels import LABEL_COLUMNS
 
     method = t.string("method", default(InterveneSpec, "method"), choices=METHODS)
@@ -474,7 +474,7 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
 
 
 def _erase(t: Table) -> tuple[EraseSpec, ...]:
-    from probing.erasure import METHODS
+    from probing.analysis.erasure import METHODS
     from probing.tasks.labels import LABEL_COLUMNS
 
     value = t.get("erase", "a table {label, method} or a list of them", lambda v: isinstance(v, (dict, list)))
@@ -495,7 +495,7 @@ def _erase(t: Table) -> tuple[EraseSpec, ...]:
 
 
 def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec:
-    from probing.similarity import MEASURES
+    from probing.analysis.similarity import MEASURES
 
     dataset = _data_ref(t, "dataset", t.get("dataset", "'dataset:split'", lambda v: True))
     encoders = t.string_list("encoders", tuple(encoder_names), choices=tuple(encoder_names))

@@ -11,12 +11,12 @@
   other; ``erase:`` rows are compared with the same encoder's unedited rows, ``intervene:<n>:`` rows (erased
   inside the biLM) with the unedited rows of the encoder they were made from (``bases``, else the unedited
   encoder whose layers below ``n`` score exactly as the intervened one's: they are the same vectors);
-* **the LM** (with an :func:`probing.intervention.lm_effect` table): the change in held-out perplexity per
+* **the LM** (with an :func:`probing.analysis.intervention.lm_effect` table): the change in held-out perplexity per
   direction for each intervention, beside its random control.
 
 Error bars are 95 % intervals. A drop's interval combines the two rows' bootstrap half-widths as if they
 were independent (``sqrt(a**2 + b**2)`` on each side); both rows are scored on the same test sentences, so
-this is wider than a paired interval would be. The LM's intervals are paired (:func:`~probing.intervention.lm_effect`).
+this is wider than a paired interval would be. The LM's intervals are paired (:func:`~probing.analysis.intervention.lm_effect`).
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def present_vs_used(
 ) -> Figure:
     """One row of panels per property erased in ``task``'s rows: present (the property's own probe per
     layer), used (the drop in ``task``'s ``metric``, its headline, per layer: eraser vs random control)
-    and, with ``lm`` (an :func:`~probing.intervention.lm_effect` table), the LM's perplexity change.
+    and, with ``lm`` (an :func:`~probing.analysis.intervention.lm_effect` table), the LM's perplexity change.
     ``bases``: intervened encoder -> the encoder it was made from (else found, see the module docstring)."""
     agg = _aggregate_all(results)
     sel = agg[agg["task"] == task]

@@ -37,7 +37,7 @@ INTERVENTION = "intervention"
 KEY_COLUMNS = [*STRING_COLUMNS, INTERVENTION]  # a row is identified by these and its seed
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]  # refit 0: all training data
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
-# probing.similarity.layer_similarity: every layer pair of the [similarity] encoders
+# probing.analysis.similarity.layer_similarity: every layer pair of the [similarity] encoders
 SIMILARITY_COLUMNS = ["encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value", "n_tokens"]
 # one row per layer, training size, test part and sentence-order seed (probing.tasks.curves)
 LEARNING_CURVE_COLUMNS = [
