@@ -350,7 +350,7 @@ def test_task_erase_option_lists_and_keys():
     plain = parse_experiment(data).tasks[0]
     data["tasks"][0]["erase"] = [{"label": "upos"}, {"label": "xpos", "method": "inlp"}]
     task = parse_experiment(data).tasks[0]
-    assert [e.interventions() for e in task.erase] == [
+    assert [[str(iv) for iv in e.interventions()] for e in task.options["erase"]] == [
         ["erase:upos:leace", "erase:upos:random"],
         ["erase:xpos:inlp", "erase:xpos:random"],
     ]

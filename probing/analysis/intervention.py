@@ -27,6 +27,7 @@ from probing.encoders import ElmoEncoder, RandomElmoEncoder
 from probing.errors import InputError
 from probing.identity import code_identity, digest
 from probing.protocols import CorpusLike, StoreLike
+from probing.results import Intervention
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,7 @@ class _Intervention:
     @property
     def intervention(self) -> str:
         """The results' ``intervention`` value: ``"intervene:<layer>:<label>:<method>"``."""
-        return f"intervene:{self.layer}:{self.label}:{self.method}"
+        return str(Intervention(self.label, self.method, self.layer))
 
     @property
     def layer_names(self) -> list[str]:

@@ -30,7 +30,7 @@ import numpy as np
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.identity import code_identity, digest, function_identity
-from probing.tasks import TaskKind, TaskOutput
+from probing.tasks import TaskKind, TaskOption, TaskOutput
 from probing.tasks.common import StepResult
 
 JOBS_DIR = "jobs"
@@ -48,6 +48,15 @@ def probe_code_digest() -> str:
 def kind_identity(kind: TaskKind) -> str:
     """The code identity of a task kind's own code: its ``run``, ``parse`` and ``options`` class."""
     return digest([function_identity(f) for f in (kind.run, kind.parse, kind.options) if f is not None])
+
+
+def option_identity(option: TaskOption) -> str | None:
+    """The code identity of a task option defined outside the package (its options class and every hook it
+    has); None for one of ``probing.tasks``, whose code :func:`probe_code_digest` covers."""
+    if option.options.__module__.startswith("probing.tasks."):
+        return None
+    hooks = (option.options, option.parse, option.rows, option.work, option.variants, option.views, option.finish)
+    return digest([function_identity(f) for f in hooks if f is not None])
 
 
 def similarity_key(spec: Mapping[str, Any], stores: Mapping[str, str]) -> str:
