@@ -402,6 +402,20 @@ def test_a_task_option_from_outside_adds_its_side_table_and_figure_through_the_c
     capsys.readouterr()
 
 
+def test_an_options_code_enters_the_job_key_only_where_it_names_some():
+    """The built-in options add nothing to a job's key (their code is the tasks' code, already in it); an option
+    that names an analysis module in ``code`` adds that module's code identity, renewed by its ``version``; an
+    option from outside adds its own module's code."""
+    from probing.experiment.jobs import option_identity
+
+    assert [option_identity(TASK_OPTIONS[name]) for name in ("mdl", "learning_curve", "erase")] == [None] * 3
+    analysis = replace(TASK_OPTIONS["erase"], code=("probing.analysis.erasure",))
+    keyed = option_identity(analysis)
+    assert keyed is not None and keyed != option_identity(replace(analysis, version=2))
+    outside = option_identity(toy_option.NORMS)
+    assert outside is not None and outside != option_identity(replace(toy_option.NORMS, rows=_norms_doubled))
+
+
 # the job-key part of a task with each form of the built-in options, recorded before they became TaskOptions
 # (issue 38): digest(TaskSpec.to_dict()), byte for byte the same, so their cached jobs keep their keys
 OPTION_KEYS = {

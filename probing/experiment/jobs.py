@@ -51,12 +51,17 @@ def kind_identity(kind: TaskKind) -> str:
 
 
 def option_identity(option: TaskOption) -> str | None:
-    """The code identity of a task option defined outside the package (its options class and every hook it
-    has); None for one of ``probing.tasks``, whose code :func:`probe_code_digest` covers."""
-    if option.options.__module__.startswith("probing.tasks."):
-        return None
-    hooks = (option.options, option.parse, option.rows, option.work, option.variants, option.views, option.finish)
-    return digest([function_identity(f) for f in hooks if f is not None])
+    """The code identity a task option adds to a job's key: for an option defined outside ``probing.tasks``
+    (whose code :func:`probe_code_digest` covers) its options class and every hook it has, and the code
+    identity of the modules it names in ``code`` (with its ``version``); None when there is neither, so the
+    built-in options add nothing."""
+    parts = []
+    if not option.options.__module__.startswith("probing.tasks."):
+        hooks = (option.options, option.parse, option.rows, option.work, option.variants, option.views, option.finish)
+        parts += [function_identity(f) for f in hooks if f is not None]
+    if option.code:
+        parts.append(code_identity(option.version, option.code))
+    return digest(parts) if parts else None
 
 
 def similarity_key(spec: Mapping[str, Any], stores: Mapping[str, str]) -> str:

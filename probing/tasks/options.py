@@ -49,7 +49,9 @@ class TaskOption:
     of each job, and ``views(value, parts)`` the parts each of them reads (``erase``: the stores seen through
     erasers fitted on the training store). ``finish(tables)``: completes the run's side tables (pandas
     DataFrames by name) when the jobs' rows are assembled. ``figures(results, tables) -> {name: Figure}``:
-    the figures of its rows, which the report draws after the kinds' figures.
+    the figures of its rows, which the report draws after the kinds' figures. ``code``: modules its rows
+    depend on beyond its own (an analysis of :mod:`probing.analysis`), whose code identity with ``version``
+    (bumped for a change the code does not show) enters the key of every job that sets the option.
     """
 
     name: str
@@ -63,6 +65,8 @@ class TaskOption:
     views: Callable[[Any, Parts], Sequence[tuple[Intervention, Parts]]] | None = None
     finish: Callable[[dict[str, pd.DataFrame]], None] | None = None
     figures: OptionFigures | None = None
+    code: tuple[str, ...] = ()
+    version: int = 1
 
     def __post_init__(self) -> None:
         if not is_dataclass(self.options):
