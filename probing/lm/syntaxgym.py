@@ -402,10 +402,20 @@ def _suite_means(outcomes: pd.DataFrame, direction: str) -> dict[str, np.ndarray
 
 
 def aggregate(per_suite: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Suite values (arrays of equal length: a point value or bootstrap replicates) -> ``split -> value``:
-    ``suite:<name>`` for every suite, ``circuit:<name>`` (the mean over its suites) and ``overall`` (the
-    mean over suites, the SG score), both without the authors' excluded suites (:func:`excluded`);
-    no circuit or overall entry where no suite counts."""
+    """Suite values -> ``split -> value``: ``suite:<name>`` for every suite, ``circuit:<name>`` (the mean over
+    its suites) and ``overall`` (the mean over suites, the SG score), both without the authors' excluded
+    suites (:func:`excluded`); no circuit or overall entry where no suite counts.
+
+    Parameters
+    ----------
+    per_suite : mapping of suite name to ndarray (r,)
+        The same r for every suite: 1 for a point value, ``n_boot`` for bootstrap replicates.
+
+    Returns
+    -------
+    dict of split to ndarray (r,), float64
+        Element-wise, so replicate j of a circuit is the mean of its suites' replicate j.
+    """
     out = {f"suite:{s}": np.asarray(v, np.float64) for s, v in per_suite.items()}
     counted = {s: np.asarray(v, np.float64) for s, v in per_suite.items() if not excluded(s)}
     circuits: dict[str, list[np.ndarray]] = {}
