@@ -15,6 +15,7 @@ from probing.errors import InputError
 from probing.results import METRICS, register_metric
 from probing.tasks.common import TaskKind
 from probing.tasks.minimal_pairs import MINIMAL_PAIRS
+from probing.tasks.reading_times import READING_TIMES
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
 from probing.tasks.syntaxgym import SYNTAXGYM
 from probing.tasks.tagging import SUPERSENSE, TAGGING
@@ -34,7 +35,16 @@ def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:
     return kind
 
 
-for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH, MINIMAL_PAIRS, SYNTAXGYM):
+for _kind in (
+    TAGGING,
+    SUPERSENSE,
+    WSD_1NN,
+    STRUCTURAL_DISTANCE,
+    STRUCTURAL_DEPTH,
+    MINIMAL_PAIRS,
+    SYNTAXGYM,
+    READING_TIMES,
+):
     register_task_kind(_kind)
 
 

@@ -146,19 +146,17 @@ def _checkpoint(task: str, encoder: Any) -> str:
     if checkpoint is None or not hub.has_head(checkpoint):
         raise TaskError(
             f"task {task!r}: encoder {encoder.name!r} ({type(encoder).__name__}) has no LM head, so it cannot "
-            f"score regions: a {KIND} task needs an ELMo encoder of a registered checkpoint with a head "
+            f"score text: a {KIND} task needs an ELMo encoder of a registered checkpoint with a head "
             '(model = "default", the bundled model, ships one; official ones: probing download NAME --with-softmax)'
         )
     return checkpoint
 
 
-def _identity(task: str, encoder: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything a job reads: the biLM's fingerprint, the head (the bundled head file's sha256, or the
-    official softmax's URLs), the suite files' sha256 and the scoring code (``probing.lm``)."""
+def model_head_identity(task: str, encoder: Any) -> dict[str, Any]:
+    """The biLM's fingerprint, its checkpoint and the head (the bundled head file's sha256, or the official
+    softmax's URLs): what a kind that scores with the encoder's LM reads of it."""
     from probing._io import sha256_file
     from probing.elmo import hub
-    from probing.identity import code_identity
-    from probing.lm.syntaxgym import load_suite
 
     checkpoint = _checkpoint(task, encoder)
     entry = hub.get(checkpoint)
@@ -166,11 +164,19 @@ def _identity(task: str, encoder: Any, options: Mapping[str, Any]) -> dict[str, 
         head: Any = {"file": sha256_file(hub.resolve_head(checkpoint)[0])}
     else:
         head = {"softmax": entry.softmax_url, "vocab": entry.vocab_url}
+    return {"model": encoder.fingerprint, "checkpoint": checkpoint, "head": head}
+
+
+def _identity(task: str, encoder: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a job reads: the model and head (:func:`model_head_identity`), the suite files' sha256 and
+    the scoring code (``probing.lm``)."""
+    from probing._io import sha256_file
+    from probing.identity import code_identity
+    from probing.lm.syntaxgym import load_suite
+
     files = [Path(load_suite(s).source) for s in suite_sources(_options(options).data)]
     return {
-        "model": encoder.fingerprint,
-        "checkpoint": checkpoint,
-        "head": head,
+        **model_head_identity(task, encoder),
         "data": {f.name: sha256_file(f) for f in files},
         "code": code_identity(SCORE_VERSION, ["probing.lm"]),
     }
