@@ -255,3 +255,25 @@ def say_re(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+def test_reading_time_figure_bins_by_surprisal_and_draws_the_fit():
+    from matplotlib.container import ErrorbarContainer
+
+    from probing.figures.reading_times import reading_time_figure
+
+    words = synthetic().rename(columns={"surprisal": "surprisal_forward"})
+    words["surprisal_backward"] = words.surprisal_forward[::-1].to_numpy()
+    fig = reading_time_figure(words, bins=4)
+    ax = fig.axes[0]
+    (bins,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    x, y = bins.lines[0].get_data()
+    order = np.argsort(words.surprisal_forward.to_numpy(), kind="stable")
+    quarters = np.array_split(order, 4)
+    # each point: the mean surprisal and the mean RT of a quarter of the words, in order of surprisal
+    assert np.allclose(x, [words.surprisal_forward.to_numpy()[q].mean() for q in quarters])
+    assert np.allclose(y, [words.rt.to_numpy()[q].mean() for q in quarters])
+    slope = np.polyfit(words.surprisal_forward, words.rt, 1)[0]
+    assert any(f"{slope:.1f} ms/bit" in t.get_text() for t in ax.get_legend().get_texts())
+    with pytest.raises(InputError, match="bins must be >= 2"):
+        reading_time_figure(words, bins=1)

@@ -339,17 +339,27 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def metrics(
-    words: pd.DataFrame, surprisal: str, *, spillover: int = 2, folds: int = 10, n_boot: int = 1000, seed: int = 0
+    words: pd.DataFrame,
+    surprisal: str,
+    *,
+    spillover: int = 2,
+    folds: int = 10,
+    n_boot: int = 1000,
+    seed: int = 0,
+    delta_loglik: bool = True,
 ) -> dict[str, tuple[float, float, float, int]]:
     """``{"delta-loglik": (value, ci_low, ci_high, n_words), "pearson-r": (...)}`` for a surprisal column:
-    ΔLogLik per word (nats) and Pearson r, each with a 95 % percentile bootstrap over words."""
+    ΔLogLik per word (nats) and Pearson r, each with a 95 % percentile bootstrap over words
+    (``delta_loglik=False``: Pearson r only, e.g. for a predictor already in the baseline)."""
     from .pairs import _interval
 
     rng = np.random.default_rng(seed)
-    gain, _ = delta_loglik_per_word(words, surprisal, spillover=spillover, folds=folds)
-    draws = rng.integers(0, len(gain), size=(n_boot, len(gain)))
-    dll = float(gain.mean())
-    out = {"delta-loglik": (dll, *_interval(dll, gain[draws].mean(axis=1)), len(gain))}
+    out = {}
+    if delta_loglik:
+        gain, _ = delta_loglik_per_word(words, surprisal, spillover=spillover, folds=folds)
+        draws = rng.integers(0, len(gain), size=(n_boot, len(gain)))
+        dll = float(gain.mean())
+        out["delta-loglik"] = (dll, *_interval(dll, gain[draws].mean(axis=1)), len(gain))
     keep = pearson_words(words, surprisal)
     x, y = words[surprisal].to_numpy(np.float64)[keep], words.rt.to_numpy(np.float64)[keep]
     r = float(_pearson(x, y))

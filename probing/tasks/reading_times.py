@@ -29,6 +29,9 @@ from probing.results import Metric, make_row
 from probing.tasks.common import Job, TaskKind, TaskOutput
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
     from probing._toml import Table
 
 KIND = "reading-times"
@@ -112,10 +115,16 @@ def _run(job: Job) -> TaskOutput:
         series.append((REFERENCE_ENCODER, "unigram", "surprisal_unigram"))
     rows = []
     for encoder, layer, column in series:
-        found = metrics(words, column, spillover=opts.spillover, folds=opts.folds, n_boot=n_boot, seed=seed)
+        found = metrics(
+            words,
+            column,
+            spillover=opts.spillover,
+            folds=opts.folds,
+            n_boot=n_boot,
+            seed=seed,
+            delta_loglik=layer != "unigram",
+        )
         for metric, (value, low, high, _) in found.items():
-            if layer == "unigram" and metric == "delta-loglik":
-                continue
             rows.append(make_row(job.task, dataset, "overall", encoder, layer, metric, value, low, high, seed))
     out = TaskOutput(rows=rows)
     out.probes.append(
@@ -133,6 +142,14 @@ def _run(job: Job) -> TaskOutput:
     return out
 
 
+def _figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> dict[str, Figure]:
+    """The task's ΔLogLik and Pearson r per direction beside the references
+    (:func:`probing.figures.reading_times.reading_times_metrics_figure`)."""
+    from probing.figures.reading_times import reading_times_metrics_figure
+
+    return {"reading_times": reading_times_metrics_figure(results, task, dataset=dataset)}
+
+
 READING_TIMES = TaskKind(
     KIND,
     run=_run,
@@ -141,6 +158,7 @@ READING_TIMES = TaskKind(
     parse=_parse,
     options=ReadingTimesOptions,
     allows_dev=False,
+    figures=_figures,
     layer_figures=False,
     model_identity=_identity,
 )
