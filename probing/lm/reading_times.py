@@ -244,6 +244,12 @@ def score_words(
     ----------
     words : DataFrame
         :func:`read_corpus`'s table (``story``, ``sentence``, ``word``), n rows.
+    model : Elmo
+        The biLM (:func:`probing.lm.score.load_model`).
+    head : LmHead
+        Its LM head.
+    batch_size : int
+        Sentences per biLM batch.
 
     Returns
     -------

@@ -107,7 +107,7 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Item:
-    """One item: its ``number`` (1-based, as in the JSON) and per condition its ``(region number, content)``s."""
+    """One item: its ``number`` (1-based, as in the JSON) and per condition its ``(region number, content)`` pairs."""
 
     number: int
     conditions: dict[str, tuple[tuple[int, str], ...]]
