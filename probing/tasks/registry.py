@@ -24,7 +24,9 @@ from probing.tasks.mdl import MDL
 from probing.tasks.minimal_pairs import MINIMAL_PAIRS
 from probing.tasks.options import TASK_OPTIONS, register_task_option
 from probing.tasks.options import task_option as task_option  # re-exported by probing.tasks, registered here
+from probing.tasks.reading_times import READING_TIMES
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
+from probing.tasks.syntaxgym import SYNTAXGYM
 from probing.tasks.tagging import SUPERSENSE, TAGGING
 from probing.tasks.wsd import WSD_1NN
 
@@ -48,7 +50,16 @@ def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:
 for _option in (MDL, LEARNING_CURVE, ERASE):
     register_task_option(_option)
 
-for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH, MINIMAL_PAIRS):
+for _kind in (
+    TAGGING,
+    SUPERSENSE,
+    WSD_1NN,
+    STRUCTURAL_DISTANCE,
+    STRUCTURAL_DEPTH,
+    MINIMAL_PAIRS,
+    SYNTAXGYM,
+    READING_TIMES,
+):
     register_task_kind(_kind)
 
 
