@@ -93,11 +93,25 @@ def test_plan_of_a_two_task_experiment_lists_its_jobs_and_units():
     # a layer: 2 values of C x 1 probe seed + 1 control fit = 3 units; the mix: 3 layers x (2 Cs + 0 refits)
     # x mix_max_iter / max_iter (90 / 30) = 18; glove has one layer (no mix, no concat)
     elmo = {"layer 0": 3, "layer 1": 3, "layer 2": 3, "mix": 18, "concat": 6}
-    assert units[0] == units[1] == units[2] == elmo
+    assert units[0] == elmo
+    # the erase runs probe the layers only: the mix and concatenation cost as much as the layers together
+    assert units[1] == units[2] == {"layer 0": 3, "layer 1": 3, "layer 2": 3}
     assert units[3] == {"layer glove": 3}
     assert units[6] == {JOB_STEP: 1}  # wsd-1nn states no work of its own: one unit
     # one measure over the 4 layers of both encoders: 4 x 5 / 2 layer pairs (with themselves)
     assert the_plan.similarity_units(layers) == 10
+
+
+def test_an_erase_table_brings_back_the_mix_and_concatenation_of_its_runs():
+    """``mix = true`` / ``concat = true`` in the erase table give its runs the plain job's settings (and change
+    their job keys, since they run different probes); without them the runs' settings drop both."""
+    exp = parse_experiment(TWO_TASKS.replace('method = "leace" }', 'method = "leace", mix = true, concat = true }'))
+    jobs = plan(exp).jobs
+    assert all(j.settings(exp.probe).mix and j.settings(exp.probe).concat for j in jobs[:3])
+    plain = parse_experiment(TWO_TASKS)
+    dropped = plan(plain).jobs[1].settings(plain.probe)
+    assert (dropped.mix, dropped.concat) == (False, False)
+    assert plan(plain).jobs[0].settings(plain.probe) == plain.probe.for_encoder("elmo")
 
 
 def test_the_local_executor_runs_each_job_as_a_direct_call_would():

@@ -57,7 +57,16 @@ def option_identity(option: TaskOption) -> str | None:
     built-in options add nothing."""
     parts = []
     if not option.options.__module__.startswith("probing.tasks."):
-        hooks = (option.options, option.parse, option.rows, option.work, option.variants, option.views, option.finish)
+        hooks = (
+            option.options,
+            option.parse,
+            option.rows,
+            option.work,
+            option.variants,
+            option.views,
+            option.variant_settings,
+            option.finish,
+        )
         parts += [function_identity(f) for f in hooks if f is not None]
     if option.code:
         parts.append(code_identity(option.version, option.code))

@@ -56,6 +56,17 @@ class PlannedJob:
         """The splits whose stores the job reads."""
         return [r for r in (self.task.train, self.task.dev, *self.task.test) if r is not None]
 
+    def settings(self, probe: ProbeSettings) -> ProbeSettings:
+        """The probe settings this job runs with: the experiment's ``probe`` resolved for its encoder, then, for
+        an option's extra run, as the option sets them (:attr:`~probing.tasks.TaskOption.variant_settings`)."""
+        settings = probe.for_encoder(self.encoder)
+        if self.intervention is None:
+            return settings
+        option = task_option(self.option)
+        if option.variant_settings is None:
+            return settings
+        return option.variant_settings(self.task.options[self.option], self.intervention, settings)
+
     def work(self, settings: ProbeSettings, layer_names: Sequence[str]) -> dict[str, int]:
         """Units of work per step: the kind's (:attr:`~probing.tasks.TaskKind.work`), with those of the options
         the task sets (:attr:`~probing.tasks.TaskOption.work`); one unit if the kind states none."""
@@ -86,7 +97,7 @@ class Plan:
     def units(self, settings: ProbeSettings, layer_names: Mapping[str, Sequence[str]]) -> list[dict[str, int]]:
         """Each job's units of work per step (``settings``: the experiment's, resolved per encoder;
         ``layer_names``: encoder -> its layers)."""
-        return [j.work(settings.for_encoder(j.encoder), layer_names[j.encoder]) for j in self.jobs]
+        return [j.work(j.settings(settings), layer_names[j.encoder]) for j in self.jobs]
 
     def similarity_units(self, layer_names: Mapping[str, Sequence[str]]) -> int:
         """The ``[similarity]`` table's units: one per measure and pair of layers (0 without the table)."""
@@ -144,7 +155,7 @@ def job_inputs(
         "encoder": job.encoder,
         "baselines": job.with_baselines,
         **reads,
-        "settings": exp.probe.for_encoder(job.encoder).to_dict(),
+        "settings": job.settings(exp.probe).to_dict(),
         "kind_code": kind_identity(kind),
         **({"option_code": outside} if outside else {}),
         **({"intervention": str(job.intervention)} if job.intervention else {}),
@@ -212,7 +223,7 @@ def resolve(
                 train=train,
                 dev=dev,
                 tests=tests,
-                settings=state.exp.probe.for_encoder(job.encoder),
+                settings=job.settings(state.exp.probe),
                 options=task.options,
                 baselines=task.baselines,
                 with_baselines=job.with_baselines,

@@ -3,7 +3,10 @@
 ``erase = { label = "upos", method = "leace" }`` (or a list of such tables) in a ``[[tasks]]`` table: besides
 its plain job, each (task, encoder) runs once per :class:`~probing.results.Intervention` ``erase:<label>:<method>``
 and, for ``leace``/``inlp``, once with the same-rank random control, on its stores seen through erasers fitted
-on the training store (:mod:`probing.analysis.erasure`). Its rows carry the intervention; its figure is the
+on the training store (:mod:`probing.analysis.erasure`). Those runs probe every layer (with its control task)
+but not the scalar mix or the concatenation of the layers, which the plain run has: on an erased store they
+cost as much as the layers together and answer no question the layers' rows do not (issue 44); ``mix = true``
+and ``concat = true`` in the erase table bring them back (as ``[probe]`` and the plain run have them). Its rows carry the intervention; its figure is the
 present-vs-used figure (:func:`probing.figures.erasure.present_vs_used`), drawn for every task with erased or
 intervened rows.
 """
@@ -11,11 +14,11 @@ intervened rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from probing.results import INTERVENTION, Intervention
-from probing.tasks.common import Part
+from probing.tasks.common import Part, ProbeSettings
 from probing.tasks.options import Parts, TaskOption
 
 if TYPE_CHECKING:
@@ -30,10 +33,13 @@ ERASE_METHOD = "leace"  # an erase table's method when it names none
 @dataclass(frozen=True)
 class EraseSpec:
     """One ``{label, method}`` of a task's ``erase``: ``label`` erased from every stored layer by ``method``
-    (both always in the job key); the option's value is a tuple of them."""
+    (both always in the job key), its runs with the scalar mix and the concatenation only if ``mix`` and
+    ``concat`` say so (and ``[probe]`` has them); the option's value is a tuple of them."""
 
     label: str
     method: str
+    mix: bool = False
+    concat: bool = False
 
     def interventions(self) -> list[Intervention]:
         """The runs it adds: the erasure, then (for ``leace``/``inlp``) its same-rank random control."""
@@ -55,7 +61,12 @@ def parse_erase(t: Table) -> tuple[EraseSpec, ...] | None:
     for i, item in enumerate(tables):
         sub = Table(item, f"{t.where}.erase" + (f"[{i}]" if isinstance(value, list) else ""), t.source, t.base)
         specs.append(
-            EraseSpec(sub.string("label", choices=LABEL_COLUMNS), sub.string("method", ERASE_METHOD, choices=METHODS))
+            EraseSpec(
+                sub.string("label", choices=LABEL_COLUMNS),
+                sub.string("method", ERASE_METHOD, choices=METHODS),
+                sub.boolean("mix", False),
+                sub.boolean("concat", False),
+            )
         )
         sub.done()
     if len(set(specs)) != len(specs):
@@ -66,6 +77,13 @@ def parse_erase(t: Table) -> tuple[EraseSpec, ...] | None:
 def erase_variants(specs: tuple[EraseSpec, ...]) -> list[Intervention]:
     """Every run the option adds to a job, in order."""
     return [iv for spec in specs for iv in spec.interventions()]
+
+
+def erase_settings(specs: tuple[EraseSpec, ...], iv: Intervention, settings: ProbeSettings) -> ProbeSettings:
+    """The probe settings of run ``iv``: the job's, without the scalar mix and the concatenation unless the
+    erase table that added the run asks for them."""
+    spec = next(s for s in specs if iv in s.interventions())
+    return replace(settings, mix=bool(settings.mix) and spec.mix, concat=bool(settings.concat) and spec.concat)
 
 
 def erase_views(specs: tuple[EraseSpec, ...], parts: Parts) -> list[tuple[Intervention, Parts]]:
@@ -113,5 +131,6 @@ ERASE = TaskOption(
     parse=parse_erase,
     variants=erase_variants,
     views=erase_views,
+    variant_settings=erase_settings,
     figures=erase_figures,
 )

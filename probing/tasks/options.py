@@ -47,7 +47,9 @@ class TaskOption:
     as MDL and learning curves do with the kind's labels and probes). ``work(settings, layer_names, value)
     -> {step: units}``: its units of work per job. ``variants(value)``: the interventions of its extra runs
     of each job, and ``views(value, parts)`` the parts each of them reads (``erase``: the stores seen through
-    erasers fitted on the training store). ``finish(tables)``: completes the run's side tables (pandas
+    erasers fitted on the training store); ``variant_settings(value, intervention, settings) -> settings``, the
+    probe settings of an extra run (``erase``: without the scalar mix and concatenation unless the option asks
+    for them; None: the job's own). ``finish(tables)``: completes the run's side tables (pandas
     DataFrames by name) when the jobs' rows are assembled. ``figures(results, tables) -> {name: Figure}``:
     the figures of its rows, which the report draws after the kinds' figures. ``code``: modules its rows
     depend on beyond its own (an analysis of :mod:`probing.analysis`), whose code identity with ``version``
@@ -63,6 +65,7 @@ class TaskOption:
     work: Callable[[ProbeSettings, Sequence[str], Any], Mapping[str, int]] | None = None
     variants: Callable[[Any], Sequence[Intervention]] | None = None
     views: Callable[[Any, Parts], Sequence[tuple[Intervention, Parts]]] | None = None
+    variant_settings: Callable[[Any, Intervention, ProbeSettings], ProbeSettings] | None = None
     finish: Callable[[dict[str, pd.DataFrame]], None] | None = None
     figures: OptionFigures | None = None
     code: tuple[str, ...] = ()
