@@ -326,7 +326,7 @@ def test_bundled_experiments_validate():
     assert (full.probe.seeds, full.probe.Cs, full.probe.tol, full.probe.mix_refits) == (
         (0, 1, 2),
         default.probe.Cs,
-        1e-4,
+        1e-6,
         5,
     )
     assert full.probe.mix is True and full.probe.concat is True
