@@ -28,6 +28,7 @@ to :class:`probing.elmo.model.BiLM` and its patched ones to a float64 hand-stepp
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -705,3 +706,104 @@ def role_positions(pairs: pd.DataFrame, role: str) -> tuple[np.ndarray, np.ndarr
         raise InputError(f"role: expected one of {', '.join(POSITION_CLASSES)}, got {role!r}")
     rows = np.flatnonzero(keep)
     return rows.astype(np.int64), base[rows].astype(np.int64), source[rows].astype(np.int64)
+
+
+PAIR_FILE_COLUMNS = ("base", "source", "base_form", "source_form", "position", "source_position")
+ROLE_COLUMNS = ("subject", "source_subject", "attractor", "source_attractor")
+
+
+def _index(record: Mapping[str, Any], column: str, words: list[str], where: str, optional: bool = False) -> int:
+    text = (record.get(column) or "").strip()
+    if optional and text in ("", "-1"):
+        return -1
+    if not text.isdigit() or not int(text) < len(words):
+        raise InputError(f"{where}, {column}: expected a word index in 0..{len(words) - 1}, got {text!r}")
+    return int(text)
+
+
+def read_patch_pairs(path: str | Path) -> pd.DataFrame:
+    """Your own base/source pairs: a CSV with ``base``, ``source`` (sentences, tokens split at spaces),
+    ``base_form``, ``source_form`` (the two candidate words), ``position``, ``source_position`` (0-based index
+    of the predicted word in each), optional role columns ``subject``, ``source_subject``, ``attractor``,
+    ``source_attractor`` (word indices; -1 or empty: none) and ``group``. Returns :func:`agreement_pairs`'
+    columns (``number`` empty); every malformed value is an InputError naming the file, line and column."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"pairs file not found: {path}")
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in PAIR_FILE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: the header lacks {', '.join(missing)} (needs {', '.join(PAIR_FILE_COLUMNS)})")
+        records = list(enumerate(reader, start=2))
+    rows: list[dict[str, Any]] = []
+    for line, r in records:
+        base, source = (r.get("base") or "").split(), (r.get("source") or "").split()
+        if not base or not source:
+            raise InputError(f"{path}, line {line}: base and source must be non-empty sentences")
+        forms = (r.get("base_form") or "").strip(), (r.get("source_form") or "").strip()
+        if not all(forms):
+            raise InputError(f"{path}, line {line}, base_form/source_form: expected two candidate words")
+        rows.append(
+            {
+                "pair": len(rows),
+                "base": base,
+                "source": source,
+                "candidates": forms,
+                "position": _index(r, "position", base, f"{path}, line {line}"),
+                "source_position": _index(r, "source_position", source, f"{path}, line {line}"),
+                **{
+                    c: _index(r, c, source if c.startswith("source") else base, f"{path}, line {line}", True)
+                    for c in ROLE_COLUMNS
+                },
+                "attractors": int(_index(r, "attractor", base, f"{path}, line {line}", True) >= 0),
+                "group": (r.get("group") or "all").strip() or "all",
+                "number": "",
+            }
+        )
+    if not rows:
+        raise InputError(f"{path}: no pairs")
+    return pd.DataFrame(rows)
+
+
+def site_states(
+    model: Elmo, sentences: Sequence[Sequence[str]], direction: str, positions: Sequence[int], *, batch_size: int = 64
+) -> list[np.ndarray]:
+    """Per layer (0 = the token vector, k = layer k's ``h``) the state at each sentence's word ``positions[i]``
+    in ``direction``: what a site reads, for a probe at the same site.
+
+    Parameters
+    ----------
+    model : Elmo
+    sentences : sequence (n,) of word lists
+    direction : ``"forward"`` or ``"backward"``.
+    positions : sequence (n,) of int
+        A 0-based word index per sentence.
+
+    Returns
+    -------
+    list (n_layers + 1,) of ndarray (n, P), float32
+        P = ``projection_dim``.
+    """
+    import torch
+
+    words = _check_words(sentences, "sentences")
+    where = np.asarray(positions, dtype=np.int64)
+    lengths = np.array([len(s) for s in words], dtype=np.int64)
+    if len(where) != len(words) or ((where < 0) | (where >= lengths)).any():
+        raise InputError("positions: expected one word index inside each sentence")
+    lstm = model.bilm.forward_lstm if direction == "forward" else model.bilm.backward_lstm
+    out: list[list[np.ndarray]] = [[] for _ in range(model.options.n_layers + 1)]
+    with torch.no_grad():
+        for start in range(0, len(words), batch_size):
+            rows = np.arange(start, min(start + batch_size, len(words)))
+            tokens, mask, lens = _embedded(model, [words[i] for i in rows])
+            x = _in_direction(direction, tokens, lens)
+            _, hs, _ = run_direction(lstm, x, mask)
+            r = torch.arange(len(rows))
+            steps = torch.from_numpy(step_index(direction, where[rows], lengths[rows]))
+            for k, layer in enumerate([x, *hs]):
+                out[k].append(layer[r, steps].float().cpu().numpy())
+    return [np.concatenate(chunks) for chunks in out]
