@@ -147,3 +147,26 @@ def test_bad_options_name_the_field(model):
     ):
         with pytest.raises(InputError, match=field):
             integrated_gradients([SENTENCES[1]], model=elmo, **kwargs)
+
+
+def test_probing_attribute_writes_the_api_rows(tmp_path, model):
+    """The CLI's CSV is integrated_gradients' table for the file's lines (sentence = 0-based line, blank lines
+    skipped); a --position past a line's end is a one-line error naming position (exit status 2)."""
+    import pandas as pd
+
+    from probing import cli
+
+    text = tmp_path / "in.txt"
+    text.write_text("a dog runs fast\n\nthe keys to the cabinet are here\n")
+    out = tmp_path / "out.csv"
+    assert (
+        cli.main(["attribute", "--model", "default", "--input", str(text), "--output", str(out), "--steps", "8"]) == 0
+    )
+    got = pd.read_csv(out)
+    want = integrated_gradients([SENTENCES[1], SENTENCES[0]], model=model[0], n_steps=8)
+    assert got.sentence.tolist() == [0] * 4 + [2] * 7
+    assert got.word.tolist() == want.word.tolist()
+    assert np.allclose(got.attribution, want.attribution, atol=1e-6)
+    args = ["attribute", "--model", "default", "--input", str(text), "--output", str(tmp_path / "x.csv")]
+    assert cli.main([*args, "--position", "5"]) == 2
+    assert not (tmp_path / "x.csv").exists()
