@@ -185,44 +185,37 @@ def _probe_basis(probe: Any) -> np.ndarray | None:
     return probe_subspace(probe)
 
 
-def role_rows(job: Job, elmo: Any, pairs: pd.DataFrame, role: str, dataset: str) -> list[dict]:
-    """The rows of one position class: every layer and direction, full state, probe and random directions."""
-    from probing.analysis.patching import (
-        Site,
-        interchange_accuracy,
-        patch_many,
-        random_subspace,
-        role_positions,
-        site_states,
-    )
-    from probing.probes.stats import bootstrap_ci
+def site_frames(
+    elmo: Any, pairs: pd.DataFrame, role: str, *, seed: int = 0, batch_size: int = 64
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame], dict[str, np.ndarray]]:
+    """One position class's pairs (:func:`~probing.analysis.patching.role_positions`), the patched frames keyed
+    ``"<metric>|<direction>-<layer>"`` (full state, probe direction, random direction; ``<direction>-all``: every
+    layer's full state) and the two-fold probe's per-pair correctness keyed ``"<direction>-<layer>"``."""
+    from probing.analysis.patching import Site, patch_many, random_subspace, role_positions, site_states
 
     rows_idx, base_pos, source_pos = role_positions(pairs, role)
-    if len(rows_idx) == 0:
-        return []
     sub = pairs.iloc[rows_idx].reset_index(drop=True)
-    seed, n_boot = job.settings.seeds[0], job.settings.n_boot
+    if len(rows_idx) == 0:
+        return sub, {}, {}
     n_layers, width = elmo.options.n_layers, elmo.options.projection_dim
     labels = (sub.number if "number" in sub and (sub.number != "").all() else sub.candidates.str[0]).to_numpy()
-    align = [{int(b): int(s)} for b, s in zip(base_pos, source_pos)]
     positions = tuple(int(b) for b in base_pos)
     sets: dict[str, list[Site]] = {}
     probe_right: dict[str, np.ndarray] = {}
-    for direction in ("forward", "backward"):
-        d = direction
-        states = site_states(elmo, list(sub.base), direction, positions, batch_size=job.options["batch_size"])
+    for d in ("forward", "backward"):
+        states = site_states(elmo, list(sub.base), d, positions, batch_size=batch_size)
         for layer in range(n_layers + 1):
             right, probe = probe_accuracy(states[layer], labels, seed)
             probe_right[f"{d}-{layer}"] = right
-            sets[f"{IIA}|{d}-{layer}"] = [Site(layer, direction, positions)]
+            sets[f"{IIA}|{d}-{layer}"] = [Site(layer, d, positions)]
             basis = _probe_basis(probe)
             if basis is not None:
-                sets[f"{IIA_PROBE}|{d}-{layer}"] = [Site(layer, direction, positions, "h", basis)]
+                sets[f"{IIA_PROBE}|{d}-{layer}"] = [Site(layer, d, positions, "h", basis)]
             rank = 1 if basis is None else basis.shape[1]
             sets[f"{IIA_RANDOM}|{d}-{layer}"] = [
-                Site(layer, direction, positions, "h", random_subspace(width, rank, seed + layer))
+                Site(layer, d, positions, "h", random_subspace(width, rank, seed + layer))
             ]
-        sets[f"{IIA}|{d}-all"] = [Site(layer, direction, positions) for layer in range(n_layers + 1)]
+        sets[f"{IIA}|{d}-all"] = [Site(layer, d, positions) for layer in range(n_layers + 1)]
     frames = patch_many(
         elmo,
         list(sub.base),
@@ -231,9 +224,19 @@ def role_rows(job: Job, elmo: Any, pairs: pd.DataFrame, role: str, dataset: str)
         candidates=list(sub.candidates),
         position=sub.position.tolist(),
         source_position=sub.source_position.tolist(),
-        align=align,
-        batch_size=job.options["batch_size"],
+        align=[{int(b): int(s)} for b, s in zip(base_pos, source_pos)],
+        batch_size=batch_size,
     )
+    return sub, frames, probe_right
+
+
+def role_rows(job: Job, elmo: Any, pairs: pd.DataFrame, role: str, dataset: str) -> list[dict]:
+    """The rows of one position class: every layer and direction, full state, probe and random directions."""
+    from probing.analysis.patching import interchange_accuracy
+    from probing.probes.stats import bootstrap_ci
+
+    seed, n_boot = job.settings.seeds[0], job.settings.n_boot
+    _, frames, probe_right = site_frames(elmo, pairs, role, seed=seed, batch_size=job.options["batch_size"])
     out = []
 
     def row(site: str, metric: str, value: float, low: float, high: float) -> dict:
