@@ -781,6 +781,7 @@ def site_states(
     direction : ``"forward"`` or ``"backward"``.
     positions : sequence (n,) of int
         A 0-based word index per sentence.
+    batch_size : sentences per biLSTM batch.
 
     Returns
     -------
