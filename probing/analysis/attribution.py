@@ -15,7 +15,7 @@ forward pass of the biLSTM from the zero state (the nodes are rows of one batch,
 rows: the Captum #1183 pitfall of stateful LSTMs cannot arise). The completeness gap
 ``|sum of attributions - (f(x) - f(x'))|`` is reported per sentence. ``tests/test_attribution.py`` checks the
 batched path against a one-node-at-a-time reference, against Captum's ``IntegratedGradients`` where Captum
-is installed, and ``f(x)`` against :func:`probing.lm.score`.
+is installed, and ``f(x)`` against :func:`probing.lm.score.score`.
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def iter_attributions(
 
 
 def attribution_rows(index: int, a: Attribution, characters: bool) -> Iterator[tuple]:
-    """The table rows of one sentence (:data:`WORD_COLUMNS` or :data:`CHAR_COLUMNS`)."""
+    """The table rows of one sentence (:data:`~probing.analysis.attribution.WORD_COLUMNS` or :data:`~probing.analysis.attribution.CHAR_COLUMNS`)."""
     gap = a.completeness_gap
     for j, word in enumerate(a.words):
         if characters:
@@ -327,7 +327,7 @@ def attribute_file(
     n_steps: int = 64,
 ) -> tuple[int, int]:
     """Stream a text file (one whitespace-tokenized sentence a line; ``sentence`` = 0-based line, blank lines
-    skipped) into a CSV of word rows (:data:`WORD_COLUMNS`), written atomically. Returns (sentences, words)."""
+    skipped) into a CSV of word rows (:data:`~probing.analysis.attribution.WORD_COLUMNS`), written atomically. Returns (sentences, words)."""
     from probing._io import atomic_open
 
     input_path = Path(input_path)

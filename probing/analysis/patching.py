@@ -1,24 +1,24 @@
 """Interchange interventions (activation patching) inside ELMo's biLSTM (issue 39).
 
 Run the biLM on a *base* and a *source* sentence; at chosen sites put the source's state into the base's run
-and let the recurrence go on from the patched state. A :class:`Site` is (layer, direction, position, state):
+and let the recurrence go on from the patched state. A :class:`~probing.analysis.patching.Site` is (layer, direction, position, state):
 ``layer`` 0 is the token layer (the character CNN's vector of the word, as the direction's first LSTM layer
 reads it), ``layer`` k >= 1 the k-th LSTM layer of that direction, whose step at the word hands ``(h, c)`` to
 the next step and ``h`` (plus the skip connection from layer 2 on) to the layer above. ``state`` ``"h"``
 replaces the projected output, ``"c"`` the memory cell, ``"both"`` the full recurrent state. A ``subspace``
 ``(width, k)`` restricts the replacement to its span: ``base + (source - base) Q Q^T`` with ``Q`` an
-orthonormal basis of the columns (a probe's weight rows, :func:`probe_subspace`; an eraser's subspace,
-:func:`eraser_subspace`; a random one of the same rank, :func:`random_subspace`, the control).
+orthonormal basis of the columns (a probe's weight rows, :func:`~probing.analysis.patching.probe_subspace`; an eraser's subspace,
+:func:`~probing.analysis.patching.eraser_subspace`; a random one of the same rank, :func:`~probing.analysis.patching.random_subspace`, the control).
 
 Positions are 0-based word indices of the base sentence; the source's position for each is the identity, or
 the row's ``align`` map (base word -> source word), so that pairs of different lengths are aligned by role
-(the subject, an attractor, the word before the verb; :func:`agreement_pairs` builds such maps).
+(the subject, an attractor, the word before the verb; :func:`~probing.analysis.patching.agreement_pairs` builds such maps).
 
 The output is the LM's preference between two candidate words at the decision position: ``log p(first) -
 log p(second)`` under the forward LM (every site forward: the top forward output at the word before the
 decision position) or the backward LM (every site backward: the top backward output at the word after it).
 The first candidate is the base's form, the second the source's; a pair *follows the source* when the
-patched model prefers the second (``logprob_diff_patched < 0``). :func:`interchange_accuracy` is the share
+patched model prefers the second (``logprob_diff_patched < 0``). :func:`~probing.analysis.patching.interchange_accuracy` is the share
 of such pairs with a percentile bootstrap CI over pairs (pyvene's interchange intervention accuracy).
 
 The recurrence here is the model's own cell (gate order i, j, f, o, cell and projection clipping, skip
@@ -52,7 +52,7 @@ DIRECTIONS = ("forward", "backward")
 STATES = ("h", "c", "both")
 PATCH_COLUMNS = ("pair", "logprob_diff_base", "logprob_diff_source", "logprob_diff_patched", "follows_source")
 POSITION_CLASSES = ("subject", "attractor", "before-verb")
-"""The roles :func:`agreement_pairs` aligns: the subject, the attractor nearest the verb, the word before the verb."""
+"""The roles :func:`~probing.analysis.patching.agreement_pairs` aligns: the subject, the attractor nearest the verb, the word before the verb."""
 
 
 def orthonormal(basis: Any, field: str = "subspace") -> np.ndarray:
@@ -374,7 +374,7 @@ def patch_many(
     align: Sequence[Mapping[int, int]] | None = None,
     batch_size: int = 64,
 ) -> dict[str, pd.DataFrame]:
-    """:func:`patch` for several sets of sites over the same pairs, running base and source once per batch."""
+    """:func:`~probing.analysis.patching.patch` for several sets of sites over the same pairs, running base and source once per batch."""
     import pandas as pd
     import torch
 
@@ -614,7 +614,7 @@ def _roles(sent: Sentence, verb: int) -> tuple[int, list[int]] | None:
 
 
 def agreement_pairs(sentences: Sequence[Sentence] | Any, *, max_pairs: int | None = None) -> pd.DataFrame:
-    """Base/source pairs from a treebank's subject-verb agreement items (:func:`probing.lm.agreement_items`):
+    """Base/source pairs from a treebank's subject-verb agreement items (:func:`probing.lm.agreement.agreement_items`):
     each item (the base, in order) with the next item, cyclically, whose subject has the other number, whose
     verb alternates between the same two forms (``is``/``are``, ``walks``/``walk``) and which comes from
     another sentence; items with the verb first are left out. Columns ``pair``, ``base``, ``source`` (word
@@ -683,7 +683,7 @@ def agreement_pairs(sentences: Sequence[Sentence] | Any, *, max_pairs: int | Non
 
 def role_positions(pairs: pd.DataFrame, role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows that have the role in both sentences, base word, source word) of a position class
-    (:data:`POSITION_CLASSES`) in :func:`agreement_pairs`' table.
+    (:data:`~probing.analysis.patching.POSITION_CLASSES`) in :func:`~probing.analysis.patching.agreement_pairs`' table.
 
     Returns
     -------
@@ -725,7 +725,7 @@ def read_patch_pairs(path: str | Path) -> pd.DataFrame:
     """Your own base/source pairs: a CSV with ``base``, ``source`` (sentences, tokens split at spaces),
     ``base_form``, ``source_form`` (the two candidate words), ``position``, ``source_position`` (0-based index
     of the predicted word in each), optional role columns ``subject``, ``source_subject``, ``attractor``,
-    ``source_attractor`` (word indices; -1 or empty: none) and ``group``. Returns :func:`agreement_pairs`'
+    ``source_attractor`` (word indices; -1 or empty: none) and ``group``. Returns :func:`~probing.analysis.patching.agreement_pairs`'
     columns (``number`` empty); every malformed value is an InputError naming the file, line and column."""
     import pandas as pd
 
