@@ -188,9 +188,18 @@ def _probe_basis(probe: Any) -> np.ndarray | None:
 def site_frames(
     elmo: Any, pairs: pd.DataFrame, role: str, *, seed: int = 0, batch_size: int = 64
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame], dict[str, np.ndarray]]:
-    """One position class's pairs (:func:`~probing.analysis.patching.role_positions`), the patched frames keyed
-    ``"<metric>|<direction>-<layer>"`` (full state, probe direction, random direction; ``<direction>-all``: every
-    layer's full state) and the two-fold probe's per-pair correctness keyed ``"<direction>-<layer>"``."""
+    """One position class's pairs, patched at every site, and the number probe at each site.
+
+    Returns
+    -------
+    pairs : DataFrame (m rows)
+        The pairs that have the role in both sentences (:func:`~probing.analysis.patching.role_positions`).
+    frames : dict of str to DataFrame (m rows)
+        :func:`~probing.analysis.patching.patch`'s frames keyed ``"<metric>|<direction>-<layer>"`` (full state,
+        probe direction, random direction; ``<direction>-all``: every layer's full state).
+    probe_right : dict of str to ndarray (m,)
+        The two-fold probe's per-pair correctness (:func:`~probing.tasks.agreement_patching.probe_accuracy`) keyed ``"<direction>-<layer>"``.
+    """
     from probing.analysis.patching import Site, patch_many, random_subspace, role_positions, site_states
 
     rows_idx, base_pos, source_pos = role_positions(pairs, role)
