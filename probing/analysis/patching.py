@@ -803,8 +803,8 @@ def site_states(
             tokens, mask, lens = _embedded(model, [words[i] for i in rows])
             x = _in_direction(direction, tokens, lens)
             _, hs, _ = run_direction(lstm, x, mask)
-            r = torch.arange(len(rows))
-            steps = torch.from_numpy(step_index(direction, where[rows], lengths[rows]))
+            r = torch.arange(len(rows), device=x.device)
+            steps = torch.from_numpy(step_index(direction, where[rows], lengths[rows])).to(x.device)
             for k, layer in enumerate([x, *hs]):
                 out[k].append(layer[r, steps].float().cpu().numpy())
     return [np.concatenate(chunks) for chunks in out]
