@@ -114,7 +114,8 @@ def eraser_subspace(eraser: Any) -> np.ndarray:
 
     Returns
     -------
-    ndarray (d, rank_), float64
+    ndarray (d, rank), float64
+        rank = the eraser's ``rank_``.
     """
     left = getattr(eraser, "proj_left_", None)
     if left is None:
@@ -284,7 +285,7 @@ def run_direction(
 
 def step_index(direction: str, word: np.ndarray, n_words: np.ndarray) -> np.ndarray:
     """The direction-time step of a word's slot (``<S>`` is slot 0): forward ``word + 1``, backward
-    ``n_words - word`` (the sequence ``<S> w .. </S>`` reversed).
+    ``n_words - word`` (the sequence ``<S>``, the words, ``</S>`` reversed).
 
     Parameters
     ----------
