@@ -247,6 +247,11 @@ def _data(args: argparse.Namespace) -> int:
 
         print(f"blimp: {get_blimp()} (BLiMP, Warstadt et al. 2020, CC BY 4.0; for probing.lm.minimal_pairs)")
         return 0
+    if args.name == "naturalstories":
+        from .lm.reading_times import get_naturalstories
+
+        print(f"naturalstories: {get_naturalstories()} (Futrell et al. 2021, CC BY-NC-SA 4.0; reading-times tasks)")
+        return 0
     folder = corpora.get(args.name)
     print(f"{args.name}: {folder}")
     return 0
@@ -733,7 +738,9 @@ def _add_data(sub: Any) -> None:
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
     data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
-    g.add_argument("name", help="dataset name (see probing data list), or blimp (minimal pairs)")
+    g.add_argument(
+        "name", help="dataset name (see probing data list), blimp (minimal pairs) or naturalstories (reading times)"
+    )
 
 
 def _add_extract(sub: Any) -> None:

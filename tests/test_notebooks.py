@@ -37,6 +37,7 @@ NAMES = [
     "09_erasure",
     "10_data_efficiency",
     "11_where_and_how",
+    "12_psycholinguistics",
 ]
 MARK = "NOTEBOOK-SUMMARY "
 
@@ -142,6 +143,16 @@ _summary = {
     "lm": lm.to_dict(orient="list"), "n_held_out": len(held_out),
     "present": present, "reading": reading,
     "panels": [ax.get_title() for ax in fig.axes if ax.get_visible()],
+}
+""",
+    "12_psycholinguistics": """
+_summary = {
+    "max_items": MAX_ITEMS, "verb": verb[["surprisal_forward", "surprisal_backward"]].to_dict(),
+    "number_src": number_src.to_dict(), "shape": shape, "right_context_differs": right_context_differs,
+    "partly": partly, "table": table.to_dict(orient="index"),
+    "per_suite": per_suite.to_dict(orient="index"), "n_items": {k: len(v) for k, v in items.items()},
+    "region_means": regions.groupby(["region", "condition"]).surprisal_forward.mean().unstack().to_dict(),
+    "words": words is not None,
 }
 """,
     "10_data_efficiency": """
@@ -645,3 +656,42 @@ def test_11_where_and_how(tmp_path, monkeypatch):
     # of 64 Gauss-Legendre steps is small
     assert s["words"][-1] == "are" and s["last"] == 0.0 and s["gap"] < 0.05
     assert any("IIA" in t for t in s["titles"]) and any("probe" in t for t in s["titles"])
+
+
+def test_12_psycholinguistics(tmp_path, monkeypatch):
+    from probing.lm import evaluate_predictions, region_surprisal
+    from probing.lm.syntaxgym import item_outcomes
+
+    monkeypatch.delenv("PROBING_DATA", raising=False)  # Natural Stories is not shipped: section 4 says so and skips
+    s, nb, _ = run_notebook("12_psycholinguistics", tmp_path, monkeypatch)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert s["max_items"] == 6 and set(s["n_items"].values()) == {1, 6}  # nn-nv-rpl has one item
+    assert len(s["n_items"]) == 34
+    # 1. "a mismatching verb costs more bits than a matching one" (forward, region 7, mean over items)
+    means = s["region_means"]
+    assert means["mismatch_sing"]["7"] > means["match_sing"]["7"]
+    assert means["mismatch_plural"]["7"] > means["match_plural"]["7"]
+    # number_src's accuracies are item_outcomes of the full suite's predictions, recomputed here
+    want = item_outcomes(evaluate_predictions(region_surprisal("number_src"), "number_src"))
+    assert s["number_src"] == pytest.approx(want.groupby("direction").correct.mean().to_dict())
+    assert s["number_src"]["backward"] == 0.0  # "its accuracy on this suite is 0 by construction"
+    # 2. the suites whose right context differs, and the two garden-path suites with one item off
+    assert s["right_context_differs"] == ["center_embed", "center_embed_mod"]
+    assert s["partly"] == {"mvrr": pytest.approx(27 / 28, abs=1e-3), "mvrr_mod": pytest.approx(27 / 28, abs=1e-3)}
+    assert "27 of 28 items" in text and "two center-embedding suites" in text
+    # 3. "right on no item" on the 32 other suites; non-zero backward rows only from center embedding
+    per_suite = s["per_suite"]
+    others = [x for x in per_suite if x not in s["right_context_differs"]]
+    assert len(others) == 32 and all(per_suite[x]["backward"] == 0.0 for x in others)
+    assert "32 suites whose comparisons share the right context" in text
+    # the table: circuits then overall; the model's overall is the mean over the 31 counted suites
+    table = s["table"]
+    assert list(table)[-1] == "overall" and len(table) == 7
+    counted = [x for x in per_suite if x not in ("fgd-embed3", "fgd-embed4", "nn-nv-rpl")]
+    assert table["overall"]["forward"] == pytest.approx(
+        round(100 * np.mean([per_suite[x]["forward"] for x in counted]), 1)
+    )
+    assert table["overall"]["GPT-2"] > table["overall"]["n-gram"]  # the authors' models on the same items
+    # 4. without the corpus the section says how to get it and skips
+    assert s["words"] is False and "probing data get naturalstories" in text
+    assert _images(nb) >= 1  # the region plot
