@@ -209,6 +209,29 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("attribute")
+def _attribute(args: argparse.Namespace) -> int:
+    from .analysis.attribution import attribute_file
+    from .corpora._files import require_file
+    from .elmo import Elmo
+    from .lm.score import load_model
+
+    _check_model_args(args, "attribute")
+    require_file(args.input, "input file")
+    weights = _user_weights(args)
+    model = args.model if args.model is not None else Elmo.from_files(args.options, args.weights)
+    elmo, head = load_model(model)
+    elmo.to_device(args.device)
+    n_sent, n_words = attribute_file(
+        elmo, head, args.input, args.output, target=args.target, position=args.position, n_steps=args.steps
+    )
+    print(
+        f"wrote {args.output}: integrated gradients ({args.steps} steps, {args.target} LM) for {n_words} words of "
+        f"{n_sent} sentences, model {elmo.source}{_sha256_note(weights)}, LM head {head.source}"
+    )
+    return 0
+
+
 @command("data")
 def _data(args: argparse.Namespace) -> int:
     from . import corpora
@@ -682,6 +705,29 @@ def _add_score(sub: Any) -> None:
     _device(p)
 
 
+def _add_attribute(sub: Any) -> None:
+    """The ``probing attribute`` command's arguments."""
+    p = sub.add_parser(
+        "attribute",
+        help="integrated gradients: how much each word of a sentence moves the LM's prediction of one word",
+        description="For every line of a text file (one whitespace-tokenized sentence per line), attribute the "
+        "forward LM's log-probability of the word at --position (default the last word; backward LM: default "
+        "the first word) to every word by integrated gradients from the padding-character baseline, each "
+        "interpolation step a fresh forward pass from the zero state; write one CSV row per sentence and word: "
+        "sentence (0-based line), position, word, attribution, output (the log-probability), completeness_gap.",
+    )
+    p.add_argument("--model", metavar="NAME", help="registered checkpoint with an LM head (default, original)")
+    p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
+    p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
+    p.add_argument("--sha256", metavar="HEX", help="the sha256 the --weights file must have")
+    p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
+    p.add_argument("--output", required=True, metavar="CSV", help="CSV file to write (atomically)")
+    p.add_argument("--target", choices=("forward", "backward"), default="forward", help="which LM (default forward)")
+    p.add_argument("--position", type=_integer(0, 1_000), metavar="N", help="0-based index of the predicted word")
+    p.add_argument("--steps", type=_integer(1, 4_096), default=64, metavar="N", help="Gauss-Legendre nodes (64)")
+    _device(p)
+
+
 def _add_data(sub: Any) -> None:
     """The ``probing data`` command's arguments."""
     p = sub.add_parser(
@@ -921,6 +967,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_embed,
         _add_download,
         _add_score,
+        _add_attribute,
         _add_data,
         _add_extract,
         _add_run,

@@ -36,6 +36,7 @@ NAMES = [
     "08_grammar",
     "09_erasure",
     "10_data_efficiency",
+    "11_where_and_how",
     "12_psycholinguistics",
 ]
 MARK = "NOTEBOOK-SUMMARY "
@@ -161,6 +162,14 @@ _summary = {
     "ratios": ratios[["layer", "reference_encoder", "reference_layer", "at_fraction", "ratio"]].to_dict(orient="list"),
     "lines": [line.get_label() for line in fig.axes[0].get_lines()],
     "reading": reading, "best_layer": str(best_layer), "smallest": int(smallest),
+}
+""",
+    "11_where_and_how": """
+_summary = {
+    "n_pairs": N_PAIRS, "table": table.reset_index().to_dict(orient="list"), "reading": reading,
+    "backward_same": bool(backward_same), "gap": gap, "top": strip_top,
+    "words": strip.word.tolist(), "last": float(strip.attribution.iloc[-1]),
+    "titles": [ax.get_title() for ax in fig.axes],
 }
 """,
     "06_beyond_accuracy": """
@@ -619,6 +628,34 @@ def test_09_erasure(tmp_path, monkeypatch):
         "the LM when upos is erased",
     ]
     assert _images(nb) == 1
+
+
+def test_11_where_and_how(tmp_path, monkeypatch):
+    s, _, _ = run_notebook("11_where_and_how", tmp_path, monkeypatch)
+    assert s["n_pairs"] == 40  # quick size
+    table = pd.DataFrame(s["table"]).set_index("layer")
+    # sanity rows (see tests/test_patching.py for why): the backward sites cannot move the verb's decision
+    assert s["backward_same"]
+    for k in range(3):
+        row = table.loc[f"forward-{k}"]
+        assert abs(row["interchange-accuracy-random"] - row["unpatched-follows-source"]) <= 2.0  # percent
+    # every forward layer patched: the base follows the source wherever the model gets the source right, so the
+    # share is far above no effect
+    assert table.loc["forward-all", "interchange-accuracy"] > table.loc["forward-all", "unpatched-follows-source"] + 50
+    # the printed reading carries the table's numbers
+    two = table.loc["forward-2"]
+    for metric in (
+        "number-probe-accuracy",
+        "interchange-accuracy-probe",
+        "interchange-accuracy",
+        "interchange-accuracy-random",
+    ):
+        assert f"{two[metric]:.1f} %" in s["reading"], metric
+    assert f"{table.loc['forward-all', 'interchange-accuracy']:.1f} %" in s["reading"]
+    # the attribution strip: the forward LM predicting the last word reads none of it (exactly 0), and the gap
+    # of 64 Gauss-Legendre steps is small
+    assert s["words"][-1] == "are" and s["last"] == 0.0 and s["gap"] < 0.05
+    assert any("IIA" in t for t in s["titles"]) and any("probe" in t for t in s["titles"])
 
 
 def test_12_psycholinguistics(tmp_path, monkeypatch):

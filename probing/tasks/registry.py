@@ -17,6 +17,7 @@ import pandas as pd
 
 from probing.errors import InputError
 from probing.results import METRICS, register_metric
+from probing.tasks.agreement_patching import AGREEMENT_PATCHING
 from probing.tasks.common import TaskKind
 from probing.tasks.curves import LEARNING_CURVE
 from probing.tasks.erase import ERASE
@@ -59,6 +60,7 @@ for _kind in (
     MINIMAL_PAIRS,
     SYNTAXGYM,
     READING_TIMES,
+    AGREEMENT_PATCHING,
 ):
     register_task_kind(_kind)
 
