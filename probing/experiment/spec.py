@@ -300,6 +300,7 @@ class Experiment:
                     ("Cs", q.get("C")),
                     ("max_iter", q.get("max_iter")),
                     ("mix_max_iter", q.get("mix_max_iter")),
+                    ("tol", q.get("tol")),
                 )
                 if v is not None
             },
@@ -538,6 +539,7 @@ def parse_experiment(
         "C": quick.number_list("C", None),
         "max_iter": quick.integer("max_iter", None, minimum=1),
         "mix_max_iter": quick.integer("mix_max_iter", None, minimum=1),
+        "tol": quick.number("tol", None),
     }
     name = exp.string("name", Path(source).stem)
     cache_dir = exp.path("cache_dir")

@@ -153,8 +153,8 @@ def _linear_objective(
     with x fp32 (n, d), theta (k, d) and b (k,) float64; returns (loss, [d/dtheta, d/db]).
 
     One pass over x in blocks of :data:`_PASS_ROWS` rows: each block's logits, loss and gradient, then its
-    share of ``dz^T x`` while the block is still in cache (30 % faster than two passes over all of x on a
-    52k x 512 design). Blocks are added in row order, so the bits do not depend on the thread count."""
+    share of ``dz^T x`` while the block is still in cache (on a 52k x 512 design with 17 classes, 43 ms instead of 51
+    at 2 threads, 78 instead of 82 at one). Blocks are added in row order, so the bits do not depend on the thread count."""
     n = x.shape[0]
 
     def objective():
