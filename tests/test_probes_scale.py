@@ -129,12 +129,16 @@ def test_streamed_fit_reaches_the_float64_optimum(tmp_path):
 
 
 def test_linear_probe_cv_streams_the_same_path(tmp_path, five_classes):
-    """LinearProbeCV over a streamed design: the same dev accuracy at every C, the same C chosen."""
+    """LinearProbeCV over a streamed design: the same C chosen, and at every C a dev accuracy at most one dev
+    token apart (the fp32 copy and the float64 stream converge to optima 1e-5 apart, which can flip a token
+    whose two best classes tie to that precision: measured one token at one C of six)."""
     X, y, Xd, yd = five_classes
     mm = _fp16_memmap(tmp_path, X)
     full = LinearProbeCV(chunk_rows=256).fit(mm, y, Xd, yd)
     streamed = LinearProbeCV(chunk_rows=256, max_design_bytes=0).fit(mm, y, Xd, yd)
-    assert [p["dev_accuracy"] for p in streamed.l2_path_] == [p["dev_accuracy"] for p in full.l2_path_]
+    assert [p["C"] for p in streamed.l2_path_] == [p["C"] for p in full.l2_path_]
+    gaps = [abs(a["dev_accuracy"] - b["dev_accuracy"]) for a, b in zip(streamed.l2_path_, full.l2_path_)]
+    assert max(gaps) <= 1 / len(yd) + 1e-12
     assert streamed.C_ == full.C_
     assert rel_diff(streamed.coef_, full.coef_) < 1e-4
 
