@@ -59,6 +59,7 @@ RANKS = {
     # 5: the results schema and tables, and the analysis that writes a table in it
     "results": 5,
     "similarity": 5,
+    "analysis": 5,
     # 6: figures (they draw results tables; the caller names the metric)
     "figures": 6,
     # 7: task kinds

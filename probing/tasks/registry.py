@@ -14,6 +14,7 @@ import pandas as pd
 from probing.errors import InputError
 from probing.results import METRICS, register_metric
 from probing.tasks.common import TaskKind
+from probing.tasks.contextuality import CONTEXTUALITY
 from probing.tasks.minimal_pairs import MINIMAL_PAIRS
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
 from probing.tasks.tagging import SUPERSENSE, TAGGING
@@ -33,7 +34,7 @@ def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:
     return kind
 
 
-for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH, MINIMAL_PAIRS):
+for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH, MINIMAL_PAIRS, CONTEXTUALITY):
     register_task_kind(_kind)
 
 

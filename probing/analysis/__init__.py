@@ -1,0 +1,1 @@
+"""Analyses of stored activations that are not probes: geometry and similarity of representations."""
