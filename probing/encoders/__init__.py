@@ -33,6 +33,7 @@ from probing.encoders.registry import (
     register_encoder_kind,
 )
 from probing.encoders.static import GLOVE_DEFAULT, GloveEncoder, GloveEncoderOptions
+from probing.encoders.static_trained import StaticTrainedOptions, TrainedStaticEncoder, train_static
 from probing.protocols import EncoderLike
 
 Encoder = EncoderLike  # the protocol every encoder here satisfies (probing.protocols.EncoderLike)
@@ -52,12 +53,15 @@ __all__ = [
     "GloveEncoderOptions",
     "RandomElmoEncoder",
     "RandomElmoEncoderOptions",
+    "StaticTrainedOptions",
+    "TrainedStaticEncoder",
     "elmo_code_digest",
     "elmo_options_path",
     "encoder_kind",
     "get_encoder",
     "lm_checkpoint",
     "register_encoder_kind",
+    "train_static",
     "training_vocabulary",
     "weights_in_folder",
 ]
