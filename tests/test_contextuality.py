@@ -324,7 +324,7 @@ def test_the_options_are_read_from_a_task_table(tmp_path):
 def test_the_figure_has_one_panel_per_statistic_and_a_line_per_encoder(rows):
     import pandas as pd
 
-    from probing.figures.contextuality import CONTEXTUALITY_PANELS, contextuality_figure
+    from probing.figures.ladder import CONTEXTUALITY_PANELS, contextuality_figure
 
     fig = contextuality_figure(pd.DataFrame(rows), "ctx", "ctx", "test")
     axes = fig.axes
@@ -341,3 +341,56 @@ def test_the_figure_has_one_panel_per_statistic_and_a_line_per_encoder(rows):
     assert raw[0] == pytest.approx(value(rows, "sense-context", "0", "self-similarity"))
     with pytest.raises(InputError, match="no rows"):
         contextuality_figure(pd.DataFrame(rows), "other", "ctx", "test")
+
+
+def test_ladder_figure_draws_each_encoders_best_layer_in_ladder_order():
+    import pandas as pd
+
+    from probing.figures.ladder import best_layers, ladder_figure
+
+    def row(encoder, layer, v):
+        return dict(
+            task="pos",
+            dataset="d",
+            split="test",
+            encoder=encoder,
+            layer=layer,
+            metric="accuracy",
+            value=v,
+            ci_low=v - 0.01,
+            ci_high=v + 0.01,
+            intervention="",
+        )
+
+    rows = [
+        row("elmo", "0", 0.80),
+        row("elmo", "1", 0.95),
+        row("elmo", "mix", 0.99),
+        row("glove", "glove", 0.85),
+        row("word2vec", "word2vec", 0.83),
+        {**row("elmo", "2", 0.999), "intervention": "erase:upos:leace"},
+    ]
+    df = pd.DataFrame(rows)
+    best = best_layers(df, "pos", "accuracy", ["word2vec", "glove", "random-elmo", "elmo"])
+    # ladder order kept, encoders without rows left out; ELMo's best single layer is 1 (mix and erased rows skipped)
+    assert best.encoder.tolist() == ["word2vec", "glove", "elmo"] and best.layer.tolist() == ["word2vec", "glove", "1"]
+    fig = ladder_figure(df, {"pos": "accuracy"}, ["word2vec", "glove", "elmo"])
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["word2vec", "GloVe", "ELMo"]
+    assert ax.lines[0].get_ydata().tolist() == pytest.approx([83.0, 85.0, 95.0])  # percent
+
+
+def test_the_ladder_experiment_names_the_encoders_in_ladder_order():
+    from probing.experiment.spec import load_experiment
+
+    exp = load_experiment("ladder")
+    assert [(e.name, e.kind) for e in exp.encoders] == [
+        ("word2vec", "word2vec"),
+        ("fasttext", "fasttext"),
+        ("glove", "glove"),
+        ("random-elmo", "random-elmo"),
+        ("elmo", "elmo"),
+        ("minilm", "transformer"),
+    ]
+    assert [t.kind for t in exp.tasks] == ["tagging", "supersense", "wsd-1nn", "structural-distance", "contextuality"]
+    assert exp.encoders[0].options.vectors == "twin" and exp.encoders[5].options.pooling == "first"

@@ -149,3 +149,13 @@ def test_cli_train_static(text, tmp_path, capsys):
         == 2
     )
     assert "--corpus" in capsys.readouterr().err
+
+
+def test_twin_names_the_cache_folder_and_how_to_train_it(trained, isolated_cache):
+    import shutil
+
+    kind = ENCODER_KINDS["word2vec"]
+    with pytest.raises(InputError, match=r"probing train-static --method word2vec --out .*static-twins/word2vec"):
+        kind.encoder(kind.options("twin"))
+    shutil.copytree(trained["word2vec"], isolated_cache / "static-twins" / "word2vec")
+    assert kind.encoder(kind.options("twin")).dim == 16

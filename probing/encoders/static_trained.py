@@ -46,6 +46,7 @@ METHODS = ("word2vec", "fasttext")
 FILES = {"word2vec": "vectors.vec", "fasttext": "vectors.bin"}
 TRAINING_JSON = "training.json"
 PRETRAIN_TEXT = "pretrain-corpus/train.txt"  # under the cache root: the bundled model's pretraining text
+TWIN = "twin"  # vectors = "twin": the same-corpus twin trained into the cache (twin_folder)
 FASTTEXT_BUCKETS = 200_000  # n-gram buckets (fastText's default 2M x 300 floats would be 2.4 GB for 6M tokens)
 
 
@@ -275,19 +276,35 @@ def _header_dim(path: Path) -> int:
 @dataclass(frozen=True)
 class StaticTrainedOptions:
     """The key of a ``kind = "word2vec"`` or ``"fasttext"`` table: ``vectors``, a folder written by
-    ``probing train-static`` or a vectors file (relative to the experiment file)."""
+    ``probing train-static`` or a vectors file (relative to the experiment file), or ``"twin"``: the folder
+    :func:`twin_folder` in the cache."""
 
     vectors: str
 
 
 def _parse(t: Table) -> StaticTrainedOptions:
-    return StaticTrainedOptions(str(resolve_path(t.string("vectors"), t.base)))
+    vectors = t.string("vectors")
+    return StaticTrainedOptions(vectors if vectors == TWIN else str(resolve_path(vectors, t.base)))
+
+
+def twin_folder(method: str) -> Path:
+    """Where ``vectors = "twin"`` looks: ``<cache>/static-twins/<method>`` (train it there with
+    ``probing train-static --method <method> --out <that folder>``)."""
+    from probing.paths import cache_dir
+
+    return cache_dir() / "static-twins" / method
 
 
 def _kind(method: str) -> EncoderKind:
     def build(o: StaticTrainedOptions, name: str | None, device: str | None) -> TrainedStaticEncoder:
         """A table lookup: ``device`` plays no part."""
-        return TrainedStaticEncoder(method, vectors_file(method, o.vectors), name=name)
+        if o.vectors == TWIN and not (twin_folder(method) / FILES[method]).is_file():
+            raise InputError(
+                f'vectors = "twin": no {FILES[method]} in {twin_folder(method)}; train the same-corpus twin with '
+                f"`probing train-static --method {method} --out {twin_folder(method)}`"
+            )
+        path = twin_folder(method) if o.vectors == TWIN else o.vectors
+        return TrainedStaticEncoder(method, vectors_file(method, path), name=name)
 
     def shorthand(text: str) -> StaticTrainedOptions | None:
         return StaticTrainedOptions(text.removeprefix(f"{method}:")) if text.startswith(f"{method}:") else None

@@ -305,8 +305,8 @@ def contextuality(job: Job) -> TaskOutput:
 
 
 def _figures(results, task: str, dataset: str, split: str):
-    """Ethayarajh's layout: each statistic per layer, one line per encoder (:mod:`probing.figures.contextuality`)."""
-    from probing.figures.contextuality import contextuality_figure
+    """Ethayarajh's layout: each statistic per layer, one line per encoder (:mod:`probing.figures.ladder`)."""
+    from probing.figures.ladder import contextuality_figure
 
     return {"contextuality": contextuality_figure(results, task, dataset, split)}
 
