@@ -36,11 +36,12 @@ GEOMETRY = [
 
 
 def encoder(name: str):
-    """An encoder of the ladder by its short name: ``word2vec``/``fasttext`` are the cache's twins."""
+    """An encoder of the ladder by its short name: ``elmo`` is the bundled model, ``word2vec``/``fasttext`` the
+    cache's twins, anything else :func:`get_encoder`'s."""
     if name in ("word2vec", "fasttext"):
         kind = ENCODER_KINDS[name]
         return kind.encoder(kind.options("twin"), name)
-    return get_encoder(name, name=name)
+    return get_encoder({"elmo": "default"}.get(name, name), name=name)
 
 
 def main() -> None:

@@ -394,3 +394,27 @@ def test_the_ladder_experiment_names_the_encoders_in_ladder_order():
     ]
     assert [t.kind for t in exp.tasks] == ["tagging", "supersense", "wsd-1nn", "structural-distance", "contextuality"]
     assert exp.encoders[0].options.vectors == "twin" and exp.encoders[5].options.pooling == "first"
+
+
+def test_probing_run_and_report_draw_the_contextuality_figure(tmp_path, isolated_cache):
+    """End to end on the bundled SemCor slice (first 60 sentences) with GloVe: the runner gives the kind its
+    stores and WordNet, the report draws the kind's figure (figures/contextuality_<task>)."""
+    from probing import cli
+
+    toml = tmp_path / "ctx.toml"
+    toml.write_text(
+        "[experiment]\nseeds = [0]\nbootstrap = 50\nmax_sentences = 60\n"
+        '[[encoders]]\nname = "glove"\nkind = "glove"\n'
+        '[[tasks]]\nname = "geometry"\nkind = "contextuality"\ntrain = "demo-semcor:train"\ntest = ["demo-semcor:test"]\n'
+        "min_contexts = 3\n"
+    )
+    out = tmp_path / "out"
+    assert cli.main(["run", str(toml), "--out", str(out), "--quiet"]) == 0
+    import pandas as pd
+
+    res = pd.read_csv(out / "results.csv")
+    glove = res[(res.encoder == "glove") & (res.metric == "self-similarity")]
+    assert glove.value.tolist() == pytest.approx([1.0], abs=1e-3)  # static vectors: every occurrence the same
+    assert "log-frequency" in set(res.layer)
+    assert cli.main(["report", str(out)]) == 0
+    assert sorted(p.name for p in (out / "figures").glob("contextuality_geometry*"))

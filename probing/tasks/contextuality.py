@@ -25,7 +25,12 @@ Per encoder, layer and test part (any corpus, any encoder: only the store is rea
   ``baseline``, layer ``log-frequency``): the same threshold on the log of a word's share of its part's tokens.
 
 The counts behind each row (words, occurrences, sentences, the baselines' values, mono and poly words) are the
-job's probe notes (``results.json``). Words are the token table's word forms as written (case kept).
+job's probe notes (``results.json``). Words are the token table's word forms as written (case kept); the mono/poly
+words are (lemma, part of speech) groups, whose occurrences may differ in form ("bank", "banks"), so even a
+static encoder's self-similarity is below 1 there: its mono/poly row measures inflection, a useful control.
+Tokens the encoder flags out of vocabulary (the store's ``oov`` column) are left out of every statistic and
+baseline: a zero vector has no direction, so the word sets differ between encoders by their OOV words (the
+counts say by how much).
 """
 
 from __future__ import annotations
@@ -116,26 +121,28 @@ def _sentence_of_rows(store: StoreLike) -> np.ndarray:
 def _words(task: str, part: Part, options: ContextualityOptions, seed: int) -> _Words:
     store = part.store
     sentence = _sentence_of_rows(store)
-    groups = word_groups(store.tokens["word"].astype(str).tolist(), sentence, options.min_contexts)
+    kept = np.flatnonzero(_in_vocabulary(store))
+    words = [w if k else "" for w, k in zip(store.tokens["word"].astype(str), _in_vocabulary(store))]
+    groups = word_groups(words, sentence, options.min_contexts)
+    groups.pop("", None)
     if not groups:
         raise TaskError(
             f"task {task!r}: no word of {part.dataset}/{part.split} occurs in {options.min_contexts} or more "
             "sentences (min_contexts)"
         )
     rng = np.random.default_rng(seed)
-    random_rows = {w: rng.integers(0, len(store), size=len(r)) for w, r in groups.items()}
-    offsets = np.asarray(store.offsets)
+    random_rows = {w: kept[rng.integers(0, len(kept), size=len(r))] for w, r in groups.items()}
     ids = store.tokens["sentence_id"].astype(str).to_numpy()
-    long = [i for i in range(len(offsets) - 1) if offsets[i + 1] - offsets[i] >= 2]
-    return _Words(
-        part,
-        sentence,
-        groups,
-        random_pairs(sentence, options.baseline_pairs, seed),
-        random_rows,
-        [np.arange(offsets[i], offsets[i + 1]) for i in long],
-        [str(ids[offsets[i]]) for i in long],
-    )
+    by_sentence = np.split(kept, np.flatnonzero(np.diff(sentence[kept])) + 1)
+    long = [rows for rows in by_sentence if len(rows) >= 2]
+    a, b = random_pairs(sentence[kept], options.baseline_pairs, seed)
+    return _Words(part, sentence, groups, (kept[a], kept[b]), random_rows, long, [str(ids[r[0]]) for r in long])
+
+
+def _in_vocabulary(store: StoreLike) -> np.ndarray:
+    """Rows the encoder has a vector for: the token table's ``oov`` flag unset (a GloVe or word2vec OOV row is
+    zeros, which has no direction; fastText's n-gram and a transformer's unknown-piece rows are left out too)."""
+    return ~store.tokens["oov"].astype(bool).to_numpy()
 
 
 def layer_statistics(x: np.ndarray, words: _Words) -> dict[str, Any]:
@@ -202,8 +209,10 @@ def sense_words(
     """
     tokens = part.store.tokens
     keys = [
-        f"{lemma}\t{pos}" if pos in CONTENT_POS and lemma and inventory.has_lemma(lemma, pos) else ""
-        for lemma, pos in zip(tokens["lemma"].astype(str), tokens["upos"].astype(str))
+        f"{lemma}\t{pos}" if known and pos in CONTENT_POS and lemma and inventory.has_lemma(lemma, pos) else ""
+        for lemma, pos, known in zip(
+            tokens["lemma"].astype(str), tokens["upos"].astype(str), _in_vocabulary(part.store)
+        )
     ]
     groups = word_groups(keys, _sentence_of_rows(part.store), min_contexts)
     groups.pop("", None)
@@ -321,4 +330,5 @@ CONTEXTUALITY = TaskKind(
     uses_wordnet=True,
     allows_dev=False,
     figures=_figures,
+    layer_figures=False,  # the kind's own figure draws every statistic per layer (the headline's is its first panel)
 )
