@@ -1,7 +1,7 @@
 """The encoder ladder's figures (issue 41).
 
 :func:`ladder_figure`: one panel per task, the encoders on the x axis in ladder order, each at its best single
-layer (by the metric's direction) with that row's 95 % CI, the layer named above the point.
+layer (by the metric's direction) with that row's 95 % CI, the layer named beside the point (not for a static encoder, whose one layer is named like it).
 
 :func:`contextuality_figure`: Ethayarajh's (2019) layout for the ``contextuality`` task kind: one panel per statistic (self-similarity,
 intra-sentence similarity, maximum explainable variance), layer on the x axis, one line per encoder; the solid
@@ -83,8 +83,9 @@ def ladder_figure(results: pd.DataFrame, metrics: Mapping[str, str], order: Sequ
         y = best.value.to_numpy(dtype=float) * scale
         err = np.vstack([y - best.ci_low.to_numpy(dtype=float) * scale, best.ci_high.to_numpy(dtype=float) * scale - y])
         ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt="o", color=SERIES_COLOURS[0], capsize=3)
-        for xi, yi, layer in zip(x, y, best.layer):
-            ax.annotate(str(layer), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        for xi, yi, layer, encoder in zip(x, y, best.layer, best.encoder):
+            if str(layer) != str(encoder):  # a static encoder's one layer is named like it
+                ax.annotate(f"layer {layer}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
         ax.set_xticks(x, [pretty(str(e)) for e in best.encoder], rotation=45, ha="right")
         ax.set_title(task)
         ax.set_ylabel(metric_info(metric).label)
