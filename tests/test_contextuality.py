@@ -418,3 +418,28 @@ def test_probing_run_and_report_draw_the_contextuality_figure(tmp_path, isolated
     assert "log-frequency" in set(res.layer)
     assert cli.main(["report", str(out)]) == 0
     assert sorted(p.name for p in (out / "figures").glob("contextuality_geometry*"))
+
+
+def weighted_corpus(split: str, n: int) -> Corpus:
+    """Sentence i holds POLY[i % 4] and (MONO + POLY)[i % 8]: each polysemous noun occurs 3n/8 times, each
+    monosemous one n/8 times, so frequency alone separates them."""
+    sents = []
+    for i in range(n):
+        words = ["the", POLY[i % 4], "of", "the", (MONO + POLY)[i % 8]]
+        sents.append(
+            Sentence(
+                id=f"{split}{i}", doc_id="d0", words=words, upos=["DET", "NOUN", "ADP", "DET", "NOUN"], lemmas=words
+            )
+        )
+    return Corpus.from_sentences(sents, name="weighted", split=split)
+
+
+def test_the_log_frequency_baseline_reads_frequency(tmp_path):
+    enc = SenseContextEncoder()
+    parts = {
+        s: Part("weighted", s, extract(enc, weighted_corpus(s, n), cache_dir=tmp_path, progress=False))
+        for s, n in (("train", 40), ("test", 56))
+    }
+    rows = run(parts, min_contexts=5)
+    # polysemous nouns: 15 + 21 occurrences over both parts, monosemous: 5 + 7; any threshold between separates
+    assert value(rows, "baseline", "log-frequency", "mono-poly-accuracy") == pytest.approx(1.0)

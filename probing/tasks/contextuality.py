@@ -22,7 +22,8 @@ Per encoder, layer and test part (any corpus, any encoder: only the store is rea
   2021's setting, with a threshold instead of their logistic regression on the one feature; their ELMo
   scored 0.69, the frequency baseline 0.77); the features are rounded to 6 decimals first, so float rounding
   does not separate words. The task's first encoder adds the baseline (encoder
-  ``baseline``, layer ``log-frequency``): the same threshold on the log of a word's share of its part's tokens.
+  ``baseline``, layer ``log-frequency``): the same threshold on the log of a word's share of all the job's
+  tokens (train and test parts together, so a word has one frequency whichever part it is scored in).
 
 The counts behind each row (words, occurrences, sentences, the baselines' values, mono and poly words) are the
 job's probe notes (``results.json``). Words are the token table's word forms as written (case kept); the mono/poly
@@ -35,6 +36,7 @@ counts say by how much).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -194,31 +196,36 @@ def _geometry_rows(task: str, encoder: str, layer: str, words: _Words, stats: di
     return [fraction_row(task, part, encoder, layer, metric, s, g, seed, n_boot) for metric, (s, g) in scores.items()]
 
 
+def _lemma_keys(part: Part, inventory: SenseInventory) -> list[str]:
+    """Each token's ``"lemma\tPOS"`` for a content word whose lemma the inventory holds, else ``""``."""
+    tokens = part.store.tokens
+    return [
+        f"{lemma}\t{pos}" if pos in CONTENT_POS and lemma and inventory.has_lemma(lemma, pos) else ""
+        for lemma, pos in zip(tokens["lemma"].astype(str), tokens["upos"].astype(str))
+    ]
+
+
 def sense_words(
     part: Part, inventory: SenseInventory, min_contexts: int
-) -> tuple[dict[str, np.ndarray], dict[str, bool], dict[str, float]]:
-    """The (lemma, part of speech) words of ``part`` for the mono/poly test: their rows, whether each is
-    polysemous (more than one WordNet sense) and the log of its share of the part's tokens.
+) -> tuple[dict[str, np.ndarray], dict[str, bool], dict[str, int]]:
+    """The (lemma, part of speech) words of ``part`` for the mono/poly test: their rows (tokens the encoder has a
+    vector for), whether each is polysemous (more than one WordNet sense), and every word's token count (all
+    tokens, whatever the encoder: the frequency baseline must not depend on the encoder).
 
     Returns
     -------
     groups : dict of str to ndarray of int
         ``"lemma\tPOS"`` -> its rows in the part's store.
     poly : dict of str to bool
-    log_share : dict of str to float
+    counts : dict of str to int
     """
-    tokens = part.store.tokens
-    keys = [
-        f"{lemma}\t{pos}" if known and pos in CONTENT_POS and lemma and inventory.has_lemma(lemma, pos) else ""
-        for lemma, pos, known in zip(
-            tokens["lemma"].astype(str), tokens["upos"].astype(str), _in_vocabulary(part.store)
-        )
-    ]
-    groups = word_groups(keys, _sentence_of_rows(part.store), min_contexts)
+    keys = _lemma_keys(part, inventory)
+    counts = dict(Counter(k for k in keys if k))
+    known = [k if ok else "" for k, ok in zip(keys, _in_vocabulary(part.store))]
+    groups = word_groups(known, _sentence_of_rows(part.store), min_contexts)
     groups.pop("", None)
     poly = {k: len(inventory.senses(*k.split("\t"))) > 1 for k in groups}
-    log_share = {k: float(np.log(len(r) / len(tokens))) for k, r in groups.items()}
-    return groups, poly, log_share
+    return groups, poly, counts
 
 
 def _balanced(groups: Mapping[str, np.ndarray], poly: Mapping[str, bool], seed: int) -> list[str]:
@@ -266,8 +273,12 @@ def mono_poly_rows(job: Job, train: Part) -> TaskOutput:
     columns = [(job.encoder, layer) for layer in train.store.layer_names]
     if job.with_baselines and LOG_FREQUENCY in job.baselines:
         columns.append((BASELINE_ENCODER, LOG_FREQUENCY))
-        for name in parts:
-            features[name][LOG_FREQUENCY] = np.array([found[name][2][k] for k in chosen[name]])
+        total = Counter[str]()
+        for _, _, counts in found.values():
+            total.update(counts)
+        n_tokens = sum(len(p.store) for p in parts.values())
+        for name in parts:  # one frequency per word, over all the job's parts (the parts differ in size)
+            features[name][LOG_FREQUENCY] = np.log(np.array([total[k] for k in chosen[name]]) / n_tokens)
     labels = {name: np.array([found[name][1][k] for k in chosen[name]], dtype=bool) for name in parts}
     for name in parts:  # float rounding must not separate words (a static layer's self-similarities are all 1)
         features[name] = {k: np.round(v, FEATURE_DECIMALS) for k, v in features[name].items()}
