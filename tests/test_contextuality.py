@@ -443,3 +443,22 @@ def test_the_log_frequency_baseline_reads_frequency(tmp_path):
     rows = run(parts, min_contexts=5)
     # polysemous nouns: 15 + 21 occurrences over both parts, monosemous: 5 + 7; any threshold between separates
     assert value(rows, "baseline", "log-frequency", "mono-poly-accuracy") == pytest.approx(1.0)
+
+
+def test_the_new_kinds_say_which_package_they_need(monkeypatch, tmp_path):
+    """Without gensim or transformers installed (simulated), building the kinds is an InputError naming the extra."""
+    import importlib.util
+
+    from probing.encoders import ENCODER_KINDS
+    from probing.encoders.static_trained import train_static
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in ("gensim", "transformers") else real(name, *a)
+    )
+    with pytest.raises(InputError, match=r"elmo-probing\[static\]"):
+        ENCODER_KINDS["word2vec"].encoder(ENCODER_KINDS["word2vec"].options(str(tmp_path)))
+    with pytest.raises(InputError, match=r"elmo-probing\[static\]"):
+        train_static("word2vec", tmp_path / "t.txt", tmp_path / "out")
+    with pytest.raises(InputError, match=r"elmo-probing\[transformer\]"):
+        ENCODER_KINDS["transformer"].encoder(ENCODER_KINDS["transformer"].options(str(tmp_path)))

@@ -26,6 +26,7 @@ seeds and compares the bytes).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -105,6 +106,8 @@ def train_static(
     for name, value in (("--dim", dim), ("--epochs", epochs), ("min_count", min_count), ("window", window)):
         if value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}")
+    if importlib.util.find_spec("gensim") is None:
+        raise InputError("probing train-static needs the gensim package: pip install 'elmo-probing[static]'")
     from gensim.models import FastText, Word2Vec
     from gensim.models.callbacks import CallbackAny2Vec
 
@@ -298,6 +301,8 @@ def twin_folder(method: str) -> Path:
 def _kind(method: str) -> EncoderKind:
     def build(o: StaticTrainedOptions, name: str | None, device: str | None) -> TrainedStaticEncoder:
         """A table lookup: ``device`` plays no part."""
+        if importlib.util.find_spec("gensim") is None:
+            raise InputError(f"kind = {method!r} needs the gensim package: pip install 'elmo-probing[static]'")
         if o.vectors == TWIN and not (twin_folder(method) / FILES[method]).is_file():
             raise InputError(
                 f'vectors = "twin": no {FILES[method]} in {twin_folder(method)}; train the same-corpus twin with '

@@ -220,6 +220,8 @@ def _shorthand(text: str) -> TransformerEncoderOptions | None:
 
 
 def _build(o: TransformerEncoderOptions, name: str | None, device: str | None) -> TransformerEncoder:
+    if importlib.util.find_spec("transformers") is None:
+        raise InputError("kind = 'transformer' needs the transformers package: pip install 'elmo-probing[transformer]'")
     return TransformerEncoder(
         model_folder(o.model), pooling=o.pooling, batch_size=o.batch_size, name=name or "transformer", device=device
     )
