@@ -137,3 +137,26 @@ def test_minilm_short_name():
     assert enc.layer_names == [str(i) for i in range(7)] and enc.dim == 384  # 6 blocks of 384-d, plus embeddings
     (x,) = enc.encode([["The", "bank", "of", "the", "river"]])
     assert x.shape == (7, 5, 384)
+
+
+def test_oov_mask_from_another_thread_does_not_unpad_a_batch(folder):
+    """The store asks oov_mask from its token-table thread while encode runs: a fast tokenizer's padding setting
+    is shared state, so without the encoder's lock a batch could come back unpadded (a ValueError in encode)."""
+    import threading
+
+    enc = TransformerEncoder(folder)
+    stop = threading.Event()
+
+    def ask():
+        while not stop.is_set():
+            enc.oov_mask(["the", "bank", "unplayed"])
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    try:
+        for _ in range(200):
+            out = enc.encode([["the"], ["the", "river", "of", "the", "unplayed", "bank"]])
+            assert [x.shape[1] for x in out] == [1, 6]
+    finally:
+        stop.set()
+        worker.join()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,9 @@ class TransformerEncoder:
         self.layer_names = [str(i) for i in range(self.n_layers + 1)]
         self._model: Any = None
         self._tokenizer: Any = None
+        # a fast tokenizer keeps its padding setting in shared state, set on every call: the store calls oov_mask
+        # from another thread than encode, so the calls take turns (else a batch may come back unpadded)
+        self._lock = threading.Lock()
 
     @property
     def fingerprint(self) -> str:
@@ -106,8 +110,11 @@ class TransformerEncoder:
         return digest({"transformer": hashes, "pooling": self.pooling, "transformers": version("transformers")})
 
     def _load(self) -> None:
-        if self._model is not None:
-            return
+        with self._lock:
+            if self._model is None:
+                self._load_model()
+
+    def _load_model(self) -> None:
         from transformers import AutoModel, AutoTokenizer
 
         from probing.devices import torch_device
@@ -135,7 +142,8 @@ class TransformerEncoder:
         out: list[np.ndarray] = []
         for start in range(0, len(sentences), self.batch_size):
             batch = [list(s) for s in sentences[start : start + self.batch_size]]
-            enc = self._tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+            with self._lock:
+                enc = self._tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
             if enc["input_ids"].shape[1] > self.max_positions:
                 lengths = enc["attention_mask"].sum(dim=1).tolist()
                 longest = max(range(len(batch)), key=lengths.__getitem__)
@@ -180,7 +188,8 @@ class TransformerEncoder:
         """
         self._load()
         unk = self._tokenizer.unk_token_id
-        enc = self._tokenizer([list(words)], is_split_into_words=True)
+        with self._lock:
+            enc = self._tokenizer([list(words)], is_split_into_words=True)
         seen = np.zeros(len(words), dtype=bool)
         bad = np.zeros(len(words), dtype=bool)
         for token, w in zip(enc["input_ids"][0], enc.word_ids(0)):
