@@ -39,8 +39,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_probe import make_data  # noqa: E402
 
+from probing.analysis.erasure import fit_eraser  # noqa: E402
 from probing.encoders import get_encoder  # noqa: E402
-from probing.erasure import fit_eraser  # noqa: E402
 from probing.probes import LinearProbe  # noqa: E402
 from probing.store import Store  # noqa: E402
 

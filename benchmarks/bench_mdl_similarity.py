@@ -29,12 +29,12 @@ import pandas as pd
 import torch
 from threadpoolctl import threadpool_limits
 
+from probing.analysis.similarity import layer_similarity
 from probing.corpora.registry import load
 from probing.encoders import get_encoder
 from probing.probes.linear import LinearProbe
 from probing.probes.mdl import control_codelength, online_codelength
 from probing.probes.mlp import MLPProbe
-from probing.similarity import layer_similarity
 from probing.store import extract
 
 ENCODERS = ("default", "random-elmo", "glove")

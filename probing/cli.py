@@ -209,6 +209,29 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("attribute")
+def _attribute(args: argparse.Namespace) -> int:
+    from .analysis.attribution import attribute_file
+    from .corpora._files import require_file
+    from .elmo import Elmo
+    from .lm.score import load_model
+
+    _check_model_args(args, "attribute")
+    require_file(args.input, "input file")
+    weights = _user_weights(args)
+    model = args.model if args.model is not None else Elmo.from_files(args.options, args.weights)
+    elmo, head = load_model(model)
+    elmo.to_device(args.device)
+    n_sent, n_words = attribute_file(
+        elmo, head, args.input, args.output, target=args.target, position=args.position, n_steps=args.steps
+    )
+    print(
+        f"wrote {args.output}: integrated gradients ({args.steps} steps, {args.target} LM) for {n_words} words of "
+        f"{n_sent} sentences, model {elmo.source}{_sha256_note(weights)}, LM head {head.source}"
+    )
+    return 0
+
+
 @command("data")
 def _data(args: argparse.Namespace) -> int:
     from . import corpora
@@ -223,6 +246,11 @@ def _data(args: argparse.Namespace) -> int:
         from .lm.pairs import get_blimp
 
         print(f"blimp: {get_blimp()} (BLiMP, Warstadt et al. 2020, CC BY 4.0; for probing.lm.minimal_pairs)")
+        return 0
+    if args.name == "naturalstories":
+        from .lm.reading_times import get_naturalstories
+
+        print(f"naturalstories: {get_naturalstories()} (Futrell et al. 2021, CC BY-NC-SA 4.0; reading-times tasks)")
         return 0
     folder = corpora.get(args.name)
     print(f"{args.name}: {folder}")
@@ -677,6 +705,29 @@ def _add_score(sub: Any) -> None:
     _device(p)
 
 
+def _add_attribute(sub: Any) -> None:
+    """The ``probing attribute`` command's arguments."""
+    p = sub.add_parser(
+        "attribute",
+        help="integrated gradients: how much each word of a sentence moves the LM's prediction of one word",
+        description="For every line of a text file (one whitespace-tokenized sentence per line), attribute the "
+        "forward LM's log-probability of the word at --position (default the last word; backward LM: default "
+        "the first word) to every word by integrated gradients from the padding-character baseline, each "
+        "interpolation step a fresh forward pass from the zero state; write one CSV row per sentence and word: "
+        "sentence (0-based line), position, word, attribution, output (the log-probability), completeness_gap.",
+    )
+    p.add_argument("--model", metavar="NAME", help="registered checkpoint with an LM head (default, original)")
+    p.add_argument("--options", metavar="FILE", help="options.json (with --weights, instead of --model)")
+    p.add_argument("--weights", metavar="FILE", help="weights.hdf5 in the official layout")
+    p.add_argument("--sha256", metavar="HEX", help="the sha256 the --weights file must have")
+    p.add_argument("--input", required=True, metavar="TXT", help="text file, one tokenized sentence per line")
+    p.add_argument("--output", required=True, metavar="CSV", help="CSV file to write (atomically)")
+    p.add_argument("--target", choices=("forward", "backward"), default="forward", help="which LM (default forward)")
+    p.add_argument("--position", type=_integer(0, 1_000), metavar="N", help="0-based index of the predicted word")
+    p.add_argument("--steps", type=_integer(1, 4_096), default=64, metavar="N", help="Gauss-Legendre nodes (64)")
+    _device(p)
+
+
 def _add_data(sub: Any) -> None:
     """The ``probing data`` command's arguments."""
     p = sub.add_parser(
@@ -687,7 +738,9 @@ def _add_data(sub: Any) -> None:
     data = p.add_subparsers(dest="data_command", required=True, metavar="{list,get}", help="what to do")
     data.add_parser("list", help="every dataset: splits, licence, the folder it was found in, how to get it")
     g = data.add_parser("get", help="download a dataset into the cache")
-    g.add_argument("name", help="dataset name (see probing data list), or blimp (minimal pairs)")
+    g.add_argument(
+        "name", help="dataset name (see probing data list), blimp (minimal pairs) or naturalstories (reading times)"
+    )
 
 
 def _add_extract(sub: Any) -> None:
@@ -946,6 +999,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_embed,
         _add_download,
         _add_score,
+        _add_attribute,
         _add_data,
         _add_extract,
         _add_run,

@@ -133,7 +133,7 @@ def run_demo(
     timings["neighbours"] = time.time() - t1
 
     t2 = time.time()
-    drawn = draw_figures(res.results, res.mix_weights, res.per_tag)
+    drawn = draw_figures(res.results, res.tables)
     points = 150 if quick else 400
     drawn["umap_senses"] = umap_layers(semcor, SENSE_LEMMAS, max_points=points, glove=glove, gloss=senses.gloss)
     drawn["umap_pos"] = umap_pos(res.store(*POS_STORE), max_points=5 * points)

@@ -23,11 +23,20 @@ import inspect
 import json
 import textwrap
 from collections.abc import Callable, Iterable
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["canonical", "code_identity", "digest", "function_identity", "module_digest", "source_digest"]
+__all__ = [
+    "canonical",
+    "code_identity",
+    "digest",
+    "function_identity",
+    "module_digest",
+    "option_key",
+    "source_digest",
+]
 
 
 def canonical(value: Any) -> bytes:
@@ -39,6 +48,32 @@ def canonical(value: Any) -> bytes:
 def digest(value: Any) -> str:
     """sha256 (hex) of :func:`canonical` ``(value)``: the one key of every cached result."""
     return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def option_key(value: Any) -> Any:
+    """The part of a cache key that an option's value contributes: a dataclass gives the dict of its fields
+    that have no default or differ from it (recursively), so a field added later with a default leaves every
+    existing key as it was; a list or tuple gives the list of its items' keys; anything else is itself.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Code:
+    ...     probe: str
+    ...     width: int = 256
+    >>> option_key(Code("mlp")), option_key([Code("mlp", 64)])
+    ({'probe': 'mlp'}, [{'probe': 'mlp', 'width': 64}])
+    """
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in fields(value):
+            field_value = getattr(value, f.name)
+            default = f.default_factory() if f.default_factory is not MISSING else f.default
+            if default is MISSING or field_value != default:
+                out[f.name] = option_key(field_value)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [option_key(v) for v in value]
+    return value
 
 
 class _StripDocstrings(ast.NodeTransformer):

@@ -33,6 +33,7 @@ from probing.layers import is_half
 from probing.results import (
     CONCAT_LAYER,
     MIX_LAYER,
+    SIDE_TABLES,
     layer_sort_key,
     metric,
     read_provenance,
@@ -421,7 +422,7 @@ def _figure_html(name: str, path: Path, note: str | None) -> str:
     if note:
         caption += f"How to read this: {_e(note)}"
     return (
-        f'<figure id="fig-{_e(_slug(name))}"><img alt="{_e(title)}"{size} src="data:{mime};base64,{data}">'
+        f'<figure id="fig-{_e(fg.slug(name))}"><img alt="{_e(title)}"{size} src="data:{mime};base64,{data}">'
         f"<figcaption>{caption}</figcaption></figure>"
     )
 
@@ -492,10 +493,6 @@ def _png_css_width(raw: bytes) -> float | None:
             return None
         pos += 12 + length
     return None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
 
 
 def _note_for(name: str, notes: Mapping[str, str]) -> str | None:
@@ -582,7 +579,7 @@ def write_report(
     if tables:
         parts.append('<section id="tables"><h2>Tables</h2>')
         for name, t in tables.items():
-            parts.append(f'<h3 id="table-{_e(_slug(name))}">{_e(name)}</h3>')
+            parts.append(f'<h3 id="table-{_e(fg.slug(name))}">{_e(name)}</h3>')
             parts.append(_html_table(t))
         parts.append("</section>")
     if links:
@@ -612,46 +609,41 @@ def write_report(
 
 def draw_figures(
     results: pd.DataFrame,
-    mix: pd.DataFrame | None = None,
-    per_tag: pd.DataFrame | None = None,
-    similarity: pd.DataFrame | None = None,
+    tables: Mapping[str, pd.DataFrame | None] | None = None,
     kinds: Mapping[str, str] | None = None,
-    learning_curve: pd.DataFrame | None = None,
 ) -> dict[str, Figure]:
     """Every layer-comparison figure the tables support, by name (a plain file stem), in report order.
 
-    Each task's kind (``kinds``: task -> kind name, from the run's provenance; else inferred from the
-    metrics, :func:`probing.tasks.task_kinds`) decides its figures, never its name. Per task, dataset and
-    split with the kind's headline: ``layer_scores_*`` (``syntax_*`` when the kind draws metrics
-    ``beside`` its headline, e.g. a structural probe's Spearman correlation), then the kind's own
-    ``figures`` hook's figures (``<stem>_*``) and, when control-task accuracy rows exist, ``selectivity_*``
-    (the suffix is the task, plus dataset and split when the task was scored on several); then
-    ``directions_*`` when a task has forward/backward half rows (``directions = true``), ``oov_glove_*`` and
-    ``oov_train_*`` when it has the in/out-of-vocabulary split (``oov_split = true``); per task with MDL
-    rows (on its training split), ``codelength_*`` (with the control task's beside it) and ``compression_*``;
-    per task and test part with rows in ``learning_curve`` (a ``learning_curve.csv`` table),
-    ``learning_curve_*``;
-    then ``mix_weights`` when ``mix`` has rows; ``tag_gains_*`` (layer 0 -> 1) for every per-tag table with
-    both layers; ``overview`` when a task's kind asks for a panel (:func:`probing.tasks.overview_panels`:
-    tagging and WSD); ``similarity_<measure>`` (linear CKA when
-    present, else the first measure) when ``similarity`` (a ``similarity.csv`` table) has rows.
+    ``tables``: the run's side tables by name (:data:`probing.results.schema.SIDE_TABLES`; absent or None: no
+    rows). The report chooses no figure by a metric's or a task's name: it asks each task's kind (``kinds``:
+    task -> kind name, from the run's provenance; else inferred from the metrics,
+    :func:`probing.tasks.task_kinds`) and each registered task option. Per task, dataset and split with the
+    kind's headline: ``layer_scores_*`` (``syntax_*`` when the kind draws metrics ``beside`` its headline, e.g.
+    a structural probe's Spearman correlation), then the kind's own ``figures`` hook's figures (``<stem>_*``;
+    the tagging kinds': ``selectivity_*``, ``directions_*``, ``oov_glove_*``, ``oov_train_*``); the suffix is
+    the task, plus dataset and split when the task was scored on several. Then each option's figures
+    (:attr:`probing.tasks.TaskOption.figures`: MDL's ``codelength_*`` and ``compression_*``, the learning
+    curves' ``learning_curve_*``, erasure's ``present_vs_used_*``, ...); then ``mix_weights`` when the
+    ``mix_weights`` table has rows; ``tag_gains_*`` (layer 0 -> 1) for every ``per_tag`` group with both
+    layers; ``overview`` when a task's kind asks for a panel (:func:`probing.tasks.overview_panels`: tagging
+    and WSD); ``similarity_<measure>`` (linear CKA when present, else the first measure) when the
+    ``similarity`` table has rows.
     """
+    from probing.tasks.registry import TASK_OPTIONS, overview_panels, task_kinds
+
+    given = {name: df for name, df in (tables or {}).items() if df is not None}
     agg = aggregate(results)
     all_keys = list(agg[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False, name=None))
-    from probing.tasks.registry import overview_panels, task_kinds
-
     of = task_kinds(results, kinds, strict=False)
 
     def metrics_of(task: str, dataset: str, split: str) -> set[str]:
         return set(agg.loc[(agg["task"] == task) & (agg["dataset"] == dataset) & (agg["split"] == split), "metric"])
 
     keys = [k for k in all_keys if k[0] in of and of[k[0]].headline in metrics_of(*k)]
-    mdl_keys = [k for k in all_keys if "codelength_kbits" in metrics_of(*k)]
     n_keys = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
-    n_mdl = {task: sum(k[0] == task for k in mdl_keys) for task, _, _ in mdl_keys}
 
-    def suffix(task: str, dataset: str, split: str, counts: Mapping[str, int] = n_keys) -> str:
-        return _slug(task if counts.get(task, 1) == 1 else f"{task}_{dataset}_{split}")
+    def suffix(task: str, dataset: str, split: str) -> str:
+        return fg.slug(task if n_keys.get(task, 1) == 1 else f"{task}_{dataset}_{split}")
 
     out: dict[str, Figure] = {}
     for task, dataset, split in keys:
@@ -667,29 +659,14 @@ def draw_figures(
             out[f"layer_scores_{name}"] = fg.layer_scores(results, task, kind.headline, dataset=dataset, split=split)
         if kind.figures is not None:
             for stem, fig in kind.figures(results, task, dataset, split).items():
-                out[f"{_slug(stem)}_{name}"] = fig
-        if {"accuracy", "control-accuracy"} <= set(rows["metric"]):
-            out[f"selectivity_{name}"] = fg.selectivity(results, task, dataset=dataset, split=split)
-        if any(is_half(str(layer)) for layer in rows["layer"]):
-            out[f"directions_{name}"] = fg.directions(results, task, kind.headline, dataset=dataset, split=split)
-        for vocabulary in ("glove", "train"):
-            if f"accuracy-oov-{vocabulary}" in set(rows["metric"]):
-                out[f"oov_{vocabulary}_{name}"] = fg.oov_split(results, task, vocabulary, dataset=dataset, split=split)
-    for task, dataset, split in mdl_keys:
-        rows = results[(results["task"] == task) & (results["dataset"] == dataset) & (results["split"] == split)]
-        name = suffix(task, dataset, split, n_mdl)
-        out[f"codelength_{name}"] = fg.codelength_by_layer(rows)
-        if "compression" in set(rows["metric"]):
-            out[f"compression_{name}"] = fg.compression_by_layer(rows)
-    if learning_curve is not None and len(learning_curve):
-        curve_keys = list(learning_curve[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False))
-        n_curves = {task: sum(k[0] == task for k in curve_keys) for task, _, _ in curve_keys}
-        for task, dataset, split in curve_keys:
-            out[f"learning_curve_{suffix(task, dataset, split, n_curves)}"] = fg.learning_curves(
-                learning_curve, task, results=results, dataset=dataset, split=split
-            )
+                out[f"{fg.slug(stem)}_{name}"] = fig
+    for option in TASK_OPTIONS.values():
+        if option.figures is not None:
+            out.update(option.figures(results, given))
+    mix = given.get("mix_weights")
     if mix is not None and len(mix):
         out["mix_weights"] = fg.mix_weights(mix)
+    per_tag = given.get("per_tag")
     if per_tag is not None and len(per_tag):
         groups = [
             (key, g)
@@ -698,7 +675,7 @@ def draw_figures(
         ]
         several = len({key[:3] for key, _ in groups}) < len(groups)
         for (task, dataset, split, encoder), g in groups:
-            name = suffix(task, dataset, split) + (f"_{_slug(encoder)}" if several else "")
+            name = suffix(task, dataset, split) + (f"_{fg.slug(encoder)}" if several else "")
             out[f"tag_gains_{name}"] = fg.tag_gains(g, task, encoder=encoder)
     panels = overview_panels(results, kinds)
     if panels:
@@ -706,10 +683,11 @@ def draw_figures(
         for task, dataset, _ in keys:
             first.setdefault(task, dataset)
         out["overview"] = fg.overview(results, panels, datasets=first)
+    similarity = given.get("similarity")
     if similarity is not None and len(similarity):
         measures = list(dict.fromkeys(similarity["measure"].astype(str)))
         measure = "linear_cka" if "linear_cka" in measures else measures[0]
-        out[f"similarity_{_slug(measure)}"] = fg.similarity_heatmap(similarity, measure)
+        out[f"similarity_{fg.slug(measure)}"] = fg.similarity_heatmap(similarity, measure)
     return out
 
 
@@ -724,8 +702,7 @@ def build_report(
     """Redraw the figures and write the HTML report of a finished run, without re-running any probe.
 
     ``results_dir`` is a folder written by :func:`probing.experiment.run_experiment`: ``results.csv`` and
-    ``results.json`` (required), ``mix_weights.csv``, ``per_tag.csv`` and ``similarity.csv`` (used when
-    present). Figures
+    ``results.json`` (required) and its side tables (each registered one used when present). Figures
     (:func:`draw_figures`) are saved in ``formats`` into ``figures_dir`` (default: ``figures/`` beside the
     report); the report embeds the PNG (else the SVG) files. ``out``: the HTML file (default
     ``results_dir/report.html``). Returns the report's path.
@@ -735,16 +712,13 @@ def build_report(
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     results = read_results(results_dir)
     provenance = read_provenance(results_dir)
-    mix = read_side_table(results_dir, "mix_weights")
-    per_tag = read_side_table(results_dir, "per_tag")
-    similarity = read_side_table(results_dir, "similarity")
-    curves = read_side_table(results_dir, "learning_curve")
+    tables = {name: read_side_table(results_dir, name) for name in SIDE_TABLES}
     out = Path(out) if out is not None else results_dir / "report.html"
     figures_dir = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     embed = "png" if "png" in formats else "svg"
     if embed not in formats:
         raise InputError(f"formats must include png or svg (the report embeds one of them), got {formats}")
     files = {}
-    for name, fig in draw_figures(results, mix, per_tag, similarity, provenance.get("kinds"), curves).items():
+    for name, fig in draw_figures(results, tables, provenance.get("kinds")).items():
         files[name] = fg.save(fig, figures_dir, name, formats=formats)[embed]
     return write_report(out.parent, results, provenance, figures=files, title=title, filename=out.name)

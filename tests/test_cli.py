@@ -454,7 +454,7 @@ def test_run_prints_the_summary_of_the_files_it_wrote(run_dir, capsys):
     assert rc == 0
     results = read_results(run_dir / "again")
     pd.testing.assert_frame_equal(results, read_results(run_dir / "out"))
-    summary = Results(results, None, None, {}, {}, run_dir / "again").summary()
+    summary = Results(results, {}, {}, run_dir / "again").summary()
     assert list(summary.columns) == ["0", "1", "2", "mix", "concat", "majority", "most-frequent-tag"]
     assert format_summary(summary, {"upos": "accuracy"}) in out
     best = summary.loc[summary.index.get_level_values("encoder") == "elmo", ["0", "1", "2"]].iloc[0].idxmax()
@@ -525,7 +525,7 @@ def test_draw_figures_names_every_dataset_and_encoder():
             for t in ("NOUN", "VERB")
         ]
     )
-    names = list(draw_figures(pd.DataFrame(rows), None, per_tag))
+    names = list(draw_figures(pd.DataFrame(rows), {"per_tag": per_tag}))
     assert names == [
         "layer_scores_upos_a_test",
         "layer_scores_upos_b_test",

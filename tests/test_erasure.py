@@ -1,4 +1,4 @@
-"""probing.erasure: LEACE (concept-erasure's fitter), INLP and the random-subspace control."""
+"""probing.analysis.erasure: LEACE (concept-erasure's fitter), INLP and the random-subspace control."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from probing.erasure import Eraser, fit_eraser, fit_eraser_on_store
+from probing.analysis.erasure import Eraser, fit_eraser, fit_eraser_on_store
 from probing.errors import InputError
 from probing.probes import LinearProbe
 
@@ -87,7 +87,7 @@ def ravfogel_projection(weights: list[np.ndarray], d: int) -> np.ndarray:
     A softmax probe's k rows span its k - 1 label directions: adding one vector to every row changes no
     probability, and the penalty leaves that shared row at the solver's tolerance (1e-7 to 6e-5 of the rows
     here), so ``P_R(W)`` is over W's k - 1 largest singular directions (the one row of a binary probe); its
-    subspace differs from the exact one by the square of that share. (:mod:`probing.erasure` subtracts the
+    subspace differs from the exact one by the square of that share. (:mod:`probing.analysis.erasure` subtracts the
     mean row instead: two ways to the same label rank.)"""
     rowspaces = []
     for w in weights:
@@ -286,7 +286,7 @@ def test_intervention_column_round_trips_and_old_files_read_as_empty(tmp_path):
 def test_erased_store_reads_every_layer_through_its_eraser():
     """ErasedStore.layer is the layer's eraser applied to the base layer; a half is cut from the erased layer;
     the key covers the erasers."""
-    from probing.erasure import ErasedStore, fit_layer_erasers
+    from probing.analysis.erasure import ErasedStore, fit_layer_erasers
 
     X, y = mixture(600, d=8)
     store = TinyStore(X, [f"t{c}" for c in y])
@@ -304,17 +304,17 @@ def test_erased_store_reads_every_layer_through_its_eraser():
 
 def test_an_erased_views_key_names_the_code_that_erases(monkeypatch):
     """The job cache keys an erase run by its view's key: the same store and erasers give the same key, and a
-    change to probing.erasure's code identity (its version here; its statements likewise, through the same
+    change to probing.analysis.erasure's code identity (its version here; its statements likewise, through the same
     ``code_identity``) gives another, so a cached erase run is not served to changed erasing code."""
-    import probing.erasure
-    from probing.erasure import ErasedStore, fit_layer_erasers
+    import probing.analysis.erasure
+    from probing.analysis.erasure import ErasedStore, fit_layer_erasers
 
     X, y = mixture(300, d=8)
     store = TinyStore(X, [f"t{c}" for c in y])
     erasers = fit_layer_erasers(store, "upos")
     key = ErasedStore(store, erasers, "erase:upos:leace").key
     assert ErasedStore(store, fit_layer_erasers(store, "upos"), "erase:upos:leace").key == key
-    monkeypatch.setattr(probing.erasure, "ERASURE_VERSION", probing.erasure.ERASURE_VERSION + 1)
+    monkeypatch.setattr(probing.analysis.erasure, "ERASURE_VERSION", probing.analysis.erasure.ERASURE_VERSION + 1)
     assert ErasedStore(store, erasers, "erase:upos:leace").key != key
 
 

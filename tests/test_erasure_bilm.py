@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from probing.analysis.erasure import Eraser, fit_eraser
 from probing.elmo import Elmo
 from probing.elmo.chars import batch_char_ids
-from probing.erasure import Eraser, fit_eraser
 from probing.errors import InputError
 
 FIX = Path(__file__).parent / "fixtures" / "elmo_allennlp"
@@ -130,7 +130,7 @@ def test_edits_name_biLSTM_layers(elmo):
         elmo.bilm(char_ids(elmo), edits={3: (lambda x: x, lambda x: x)})
 
 
-# -- the intervened encoder (probing.intervention) ------------------------------------------------------------
+# -- the intervened encoder (probing.analysis.intervention) ------------------------------------------------------------
 
 DEMO_DEV = Path(__file__).parents[1] / "probing" / "resources" / "data" / "demo-ud" / "en_ewt-demo-dev.conllu.gz"
 
@@ -145,7 +145,7 @@ def base(elmo):
 def test_intervened_encoder_recomputes_layer_2_from_the_erased_layer_1(elmo, erasers, base):
     """encode() gives the hand-run reference's layer 2 (boundaries removed), the erased layer 1 and the
     unchanged layer 0; its fingerprint is the base's and the erasers'."""
-    from probing.intervention import IntervenedElmoEncoder
+    from probing.analysis.intervention import IntervenedElmoEncoder
 
     enc = IntervenedElmoEncoder(base, 1, *erasers, label="caps", method="leace")
     got, plain = enc.encode(SENTENCES), base.encode(SENTENCES)
@@ -161,18 +161,20 @@ def test_intervened_encoder_recomputes_layer_2_from_the_erased_layer_1(elmo, era
 
 
 def test_an_intervened_encoders_fingerprint_names_the_code_that_intervenes(erasers, base, monkeypatch):
-    """The fingerprint names the intervened stores: another version of probing.intervention's code identity
+    """The fingerprint names the intervened stores: another version of probing.analysis.intervention's code identity
     gives another fingerprint (so its stores are not served to changed intervening code)."""
-    import probing.intervention
-    from probing.intervention import IntervenedElmoEncoder
+    import probing.analysis.intervention
+    from probing.analysis.intervention import IntervenedElmoEncoder
 
     before = IntervenedElmoEncoder(base, 1, *erasers).fingerprint
-    monkeypatch.setattr(probing.intervention, "INTERVENTION_VERSION", probing.intervention.INTERVENTION_VERSION + 1)
+    monkeypatch.setattr(
+        probing.analysis.intervention, "INTERVENTION_VERSION", probing.analysis.intervention.INTERVENTION_VERSION + 1
+    )
     assert IntervenedElmoEncoder(base, 1, *erasers).fingerprint != before
 
 
 def test_intervened_encoder_rejects_bad_layers_and_widths(erasers, base):
-    from probing.intervention import IntervenedElmoEncoder
+    from probing.analysis.intervention import IntervenedElmoEncoder
 
     with pytest.raises(InputError, match="biLSTM layer \\(1..2\\)"):
         IntervenedElmoEncoder(base, 3, *erasers)
@@ -184,7 +186,7 @@ def test_intervened_encoder_rejects_bad_layers_and_widths(erasers, base):
 def test_intervening_on_the_top_layer_erases_what_the_lm_head_reads(elmo, erasers, base):
     """Layer 2 (the top one) erased inside the biLM: stored layer 2 is the erasers' map of the unedited one, per
     half, and the layers below are unchanged (nothing above it is recomputed)."""
-    from probing.intervention import IntervenedElmoEncoder
+    from probing.analysis.intervention import IntervenedElmoEncoder
 
     enc = IntervenedElmoEncoder(base, 2, *erasers)
     for g, p in zip(enc.encode(SENTENCES), base.encode(SENTENCES)):
@@ -196,9 +198,9 @@ def test_intervening_on_the_top_layer_erases_what_the_lm_head_reads(elmo, eraser
 def test_fit_intervention_on_the_base_encoders_store(base, tmp_path):
     """UPOS erased from layer 1 on the demo UD dev split: fitted per half on the base model's own store; a store
     of another encoder is refused; the intervened store has another key and a guarded layer 1."""
+    from probing.analysis.intervention import fit_intervention
     from probing.corpora import read_conllu
     from probing.encoders import get_encoder
-    from probing.intervention import fit_intervention
     from probing.store import extract
 
     corpus = read_conllu(DEMO_DEV, name="demo-dev", split="dev")
@@ -228,9 +230,9 @@ def experiment(intervene: dict, kind: str = "elmo") -> dict:
 def test_experiment_intervene_option_builds_the_fitted_encoder(tmp_path):
     """``intervene = {...}`` on an [[encoders]] table gives an encoder whose erasers are fitted on first use on the
     unedited model's store of ``fit_on``: the same fingerprint as fit_intervention on that store."""
+    from probing.analysis.intervention import LazyIntervenedEncoder, fit_intervention
     from probing.encoders import ElmoEncoder
     from probing.experiment.spec import parse_experiment
-    from probing.intervention import LazyIntervenedEncoder, fit_intervention
     from probing.store import extract
 
     fit_on = f"conllu:{DEMO_DEV}"
@@ -348,7 +350,7 @@ def test_task_erase_option_lists_and_keys():
     plain = parse_experiment(data).tasks[0]
     data["tasks"][0]["erase"] = [{"label": "upos"}, {"label": "xpos", "method": "inlp"}]
     task = parse_experiment(data).tasks[0]
-    assert [e.interventions() for e in task.erase] == [
+    assert [[str(iv) for iv in e.interventions()] for e in task.options["erase"]] == [
         ["erase:upos:leace", "erase:upos:random"],
         ["erase:xpos:inlp", "erase:xpos:random"],
     ]
@@ -401,7 +403,7 @@ def test_lm_effect_matches_a_straightforward_computation(elmo, erasers, base, he
     change is the difference to the unedited row, with a paired bootstrap CI (zero for the unedited row)."""
     import pandas as pd
 
-    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.analysis.intervention import IntervenedElmoEncoder, lm_effect
 
     leace = IntervenedElmoEncoder(base, 1, *erasers, label="caps", method="leace")
     random = [fit_eraser(np.zeros((2, 16)), None, "random", rank=1, random_state=s) for s in (1, 2)]
@@ -432,8 +434,8 @@ def test_lm_effect_matches_a_straightforward_computation(elmo, erasers, base, he
 
 
 def test_lm_effect_errors(erasers, base, head):
+    from probing.analysis.intervention import IntervenedElmoEncoder, lm_effect
     from probing.encoders import ElmoEncoder
-    from probing.intervention import IntervenedElmoEncoder, lm_effect
 
     with pytest.raises(InputError, match="at least one intervention"):
         lm_effect([], SENTENCES, head=head)
@@ -459,7 +461,7 @@ def test_lm_effect_of_the_top_layer_equals_scoring_with_the_eraser_folded_into_t
     """Erasing the top layer (one eraser for both directions) is an affine map the head reads: logits
     ``W (P h + c) + b`` = ``(W P) h + (W c + b)``. So the intervened perplexity must equal
     :func:`probing.lm.score.iter_scores` of the unedited model with that folded head (an independent path)."""
-    from probing.intervention import IntervenedElmoEncoder, lm_effect
+    from probing.analysis.intervention import IntervenedElmoEncoder, lm_effect
     from probing.lm import SoftmaxHead
     from probing.lm.score import iter_scores
 
@@ -483,8 +485,8 @@ def test_lm_effect_on_the_bundled_model(tmp_path):
     the perplexity (what the top layer computes from layer 1 moved)."""
     import pandas as pd
 
+    from probing.analysis.intervention import IntervenedElmoEncoder, lm_effect
     from probing.encoders import ElmoEncoder
-    from probing.intervention import IntervenedElmoEncoder, lm_effect
     from probing.lm import sentence_scores
 
     model = Elmo.from_pretrained("default")

@@ -292,14 +292,15 @@ def test_bundled_experiments_validate():
         "demo-semcor:test",
     }
     assert default.max_sentences is None
-    # sized for the demo (see its comments): one control seed, C from 0.001 to 1000, tol 3e-4, one mix refit;
-    # full.toml keeps three seeds, the same Cs and sklearn's tol
-    assert (default.probe.seeds, default.probe.Cs, default.probe.tol, default.probe.mix_refits) == (
-        (0,),
-        (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0),
-        3e-4,
-        1,
-    )
+    # sized for the demo (see its comments): one control seed, C from 0.001 to 1000 with the default patience and
+    # the converging default tol, one mix refit; full.toml keeps three seeds and the same Cs
+    assert (
+        default.probe.seeds,
+        default.probe.Cs,
+        default.probe.tol,
+        default.probe.patience,
+        default.probe.mix_refits,
+    ) == ((0,), (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0), 1e-6, 2, 1)
     assert default.probe.control and default.probe.mix == ("elmo",) and default.probe.concat is False
     quick = load_experiment("default", quick=True)
     assert quick.max_sentences == 200 and quick.probe.n_boot == 200
@@ -325,7 +326,7 @@ def test_bundled_experiments_validate():
     assert (full.probe.seeds, full.probe.Cs, full.probe.tol, full.probe.mix_refits) == (
         (0, 1, 2),
         default.probe.Cs,
-        1e-4,
+        1e-6,
         5,
     )
     assert full.probe.mix is True and full.probe.concat is True

@@ -76,4 +76,4 @@ def test_a_ray_worker_whose_wordnet_differs_from_the_drivers_refuses_the_job():
     from probing.experiment.execute import _run_ray_job
 
     with pytest.raises(ExperimentError, match=r"task 'wsd': WordNet 'bundled' on this Ray worker .* \(NLTK_DATA\)"):
-        _run_ray_job(None, SimpleNamespace(task="wsd"), "bundled", "0" * 64)
+        _run_ray_job(None, SimpleNamespace(task="wsd"), (), "bundled", "0" * 64)

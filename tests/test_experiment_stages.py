@@ -93,11 +93,25 @@ def test_plan_of_a_two_task_experiment_lists_its_jobs_and_units():
     # a layer: 2 values of C x 1 probe seed + 1 control fit = 3 units; the mix: 3 layers x (2 Cs + 0 refits)
     # x mix_max_iter / max_iter (90 / 30) = 18; glove has one layer (no mix, no concat)
     elmo = {"layer 0": 3, "layer 1": 3, "layer 2": 3, "mix": 18, "concat": 6}
-    assert units[0] == units[1] == units[2] == elmo
+    assert units[0] == elmo
+    # the erase runs probe the layers only: the mix and concatenation cost as much as the layers together
+    assert units[1] == units[2] == {"layer 0": 3, "layer 1": 3, "layer 2": 3}
     assert units[3] == {"layer glove": 3}
     assert units[6] == {JOB_STEP: 1}  # wsd-1nn states no work of its own: one unit
     # one measure over the 4 layers of both encoders: 4 x 5 / 2 layer pairs (with themselves)
     assert the_plan.similarity_units(layers) == 10
+
+
+def test_an_erase_table_brings_back_the_mix_and_concatenation_of_its_runs():
+    """``mix = true`` / ``concat = true`` in the erase table give its runs the plain job's settings (and change
+    their job keys, since they run different probes); without them the runs' settings drop both."""
+    exp = parse_experiment(TWO_TASKS.replace('method = "leace" }', 'method = "leace", mix = true, concat = true }'))
+    jobs = plan(exp).jobs
+    assert all(j.settings(exp.probe).mix and j.settings(exp.probe).concat for j in jobs[:3])
+    plain = parse_experiment(TWO_TASKS)
+    dropped = plan(plain).jobs[1].settings(plain.probe)
+    assert (dropped.mix, dropped.concat) == (False, False)
+    assert plan(plain).jobs[0].settings(plain.probe) == plain.probe.for_encoder("elmo")
 
 
 def test_the_local_executor_runs_each_job_as_a_direct_call_would():
@@ -247,12 +261,12 @@ def test_the_similarity_table_is_a_cached_job(elmo_folder, monkeypatch):
     first = run_experiment(exp, elmo_folder / "one", progress=False)
     assert len(first.similarity) == 9  # linear CKA for every ordered pair of ELMo's 3 layers
 
-    import probing.similarity
+    import probing.analysis.similarity
 
     def boom(*args, **kwargs):
         raise AssertionError("the similarity table was computed again")
 
-    monkeypatch.setattr(probing.similarity, "layer_similarity", boom)
+    monkeypatch.setattr(probing.analysis.similarity, "layer_similarity", boom)
     second = run_experiment(exp, elmo_folder / "two", progress=False)
     assert "similarity demo-ud:dev" in second.provenance["cached_jobs"]
     pd.testing.assert_frame_equal(second.similarity, first.similarity)
@@ -276,7 +290,8 @@ def _record_bars(monkeypatch) -> list:
 
 def test_a_tagging_job_runs_exactly_the_steps_its_work_names(elmo_folder, monkeypatch):
     """Progress counts steps by name: with every optional part on (halves, learning curve, mix, concat) the
-    steps a tagging job runs are the keys of its planned units, in order: layers, halves, curves, mix, concat."""
+    steps a tagging job runs are the keys of its planned units, each once: the kind's (layers, halves, mix,
+    concat, in that order) and the learning-curve option's (``curve <layer>``)."""
     from probing.experiment.jobs import Checkpoints
 
     text = RESUME.replace("concat = false", "concat = true").replace(
@@ -293,7 +308,9 @@ def test_a_tagging_job_runs_exactly_the_steps_its_work_names(elmo_folder, monkey
     monkeypatch.setattr(Checkpoints, "__call__", recorded)
     run_experiment(exp, elmo_folder / "out", progress=False)
     planned = plan(exp).units(exp.probe, {"elmo": ["0", "1", "2"]})[0]
-    assert ran == list(planned)
+    assert sorted(ran) == sorted(planned) and len(set(ran)) == len(ran)
+    assert [n for n in ran if not n.startswith("curve")] == [n for n in planned if not n.startswith("curve")]
+    assert {"curve 0", "curve 1", "curve 2"} <= set(ran)
     assert ran == [
         *("layer 0", "layer 1", "layer 2", "layer 1f", "layer 1b", "layer 2f", "layer 2b"),
         *("curve 0", "curve 1", "curve 2", "mix", "concat"),

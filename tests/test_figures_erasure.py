@@ -11,9 +11,8 @@ import pandas as pd
 import pytest
 
 from probing.errors import InputError
-from probing.figures.erasure import parse_intervention, present_vs_used
-from probing.results import RESULT_COLUMNS
-from probing.tasks.common import erasure_figures
+from probing.figures.erasure import erasure_figures, present_vs_used
+from probing.results import RESULT_COLUMNS, Intervention
 
 # (task, encoder, intervention) -> accuracy per layer 0, 1, 2; every CI is value -/+ 0.01 (so a drop's interval
 # is drop -/+ sqrt(2) * 0.01)
@@ -104,22 +103,32 @@ def test_bases_override_and_unknown_base_skips_the_intervened_rows():
 
 
 def test_the_hook_draws_only_for_tasks_with_erased_rows_and_errors():
-    """The kinds' hook hands the figure the task's headline (supersense: accuracy), which the figure cannot
-    look up itself (figures never import the task kinds)."""
+    """The erase option's hook hands the figure the task's headline (supersense: accuracy), which the figure
+    cannot look up itself (figures never import the task kinds)."""
+    from probing.tasks.erase import erase_figures
+
     table = results()
-    assert set(erasure_figures(table, "supersense", "demo", "test")) == {"present_vs_used"}
+    assert set(erasure_figures(table, "supersense", "demo", "test", "accuracy")) == {"present_vs_used"}
+    assert set(erase_figures(table, {})) == {"present_vs_used_upos", "present_vs_used_supersense"}
     plain = table[table["intervention"] == ""]
-    assert erasure_figures(plain, "supersense", "demo", "test") == {}
+    assert erasure_figures(plain, "supersense", "demo", "test", "accuracy") == {}
+    assert erase_figures(plain, {}) == {}
     with pytest.raises(InputError, match="no erased rows"):
         present_vs_used(plain, "supersense", "accuracy")
     with pytest.raises(InputError, match="no rows of task 'nope'"):
         present_vs_used(table, "nope", "accuracy")
     with pytest.raises(InputError, match="expected 'erase"):
-        parse_intervention("erase:upos")
-    assert parse_intervention("intervene:2:upos:random") == ("intervene:2", "upos", "random")
+        Intervention.parse("erase:upos")
+    for text in ("", "intervene:x:upos:leace", "remove:upos:leace"):
+        with pytest.raises(InputError, match="expected 'erase"):
+            Intervention.parse(text)
+    iv = Intervention.parse("intervene:2:upos:random")
+    assert (iv.where, iv.label, iv.method, iv.layer) == ("intervene:2", "upos", "random", 2)
+    for text in ("erase:upos:leace", "intervene:2:feats:Number:inlp"):  # one format, read back unchanged
+        assert str(Intervention.parse(text)) == text
 
 
-def test_the_report_draws_present_vs_used_through_the_kinds_hook():
+def test_the_report_draws_present_vs_used_through_the_erase_options_hook():
     from probing.report import draw_figures
 
     figs = draw_figures(results(), kinds={"upos": "tagging", "supersense": "supersense"})

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from probing.analysis.similarity import layer_similarity
 from probing.figures import codelength_by_layer, compression_by_layer, similarity_heatmap
-from probing.similarity import layer_similarity
 
 
 def test_heatmap_image_is_the_similarity_matrix():

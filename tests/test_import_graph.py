@@ -54,11 +54,8 @@ RANKS = {
     "probes": 4,
     "lm": 4,
     "views": 4,
-    "erasure": 4,
-    "intervention": 4,
-    # 5: the results schema and tables, and the analysis that writes a table in it
+    # 5: the results schema and tables, and the analyses that are not probes (they write tables in it)
     "results": 5,
-    "similarity": 5,
     "analysis": 5,
     # 6: figures (they draw results tables; the caller names the metric)
     "figures": 6,

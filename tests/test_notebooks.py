@@ -36,6 +36,8 @@ NAMES = [
     "08_grammar",
     "09_erasure",
     "10_data_efficiency",
+    "11_where_and_how",
+    "12_psycholinguistics",
 ]
 MARK = "NOTEBOOK-SUMMARY "
 
@@ -143,6 +145,16 @@ _summary = {
     "panels": [ax.get_title() for ax in fig.axes if ax.get_visible()],
 }
 """,
+    "12_psycholinguistics": """
+_summary = {
+    "max_items": MAX_ITEMS, "verb": verb[["surprisal_forward", "surprisal_backward"]].to_dict(),
+    "number_src": number_src.to_dict(), "shape": shape, "right_context_differs": right_context_differs,
+    "partly": partly, "table": table.to_dict(orient="index"),
+    "per_suite": per_suite.to_dict(orient="index"), "n_items": {k: len(v) for k, v in items.items()},
+    "region_means": regions.groupby(["region", "condition"]).surprisal_forward.mean().unstack().to_dict(),
+    "words": words is not None,
+}
+""",
     "10_data_efficiency": """
 _summary = {
     "fractions": FRACTIONS, "out": str(OUT.resolve()),
@@ -150,6 +162,14 @@ _summary = {
     "ratios": ratios[["layer", "reference_encoder", "reference_layer", "at_fraction", "ratio"]].to_dict(orient="list"),
     "lines": [line.get_label() for line in fig.axes[0].get_lines()],
     "reading": reading, "best_layer": str(best_layer), "smallest": int(smallest),
+}
+""",
+    "11_where_and_how": """
+_summary = {
+    "n_pairs": N_PAIRS, "table": table.reset_index().to_dict(orient="list"), "reading": reading,
+    "backward_same": bool(backward_same), "gap": gap, "top": strip_top,
+    "words": strip.word.tolist(), "last": float(strip.attribution.iloc[-1]),
+    "titles": [ax.get_title() for ax in fig.axes],
 }
 """,
     "06_beyond_accuracy": """
@@ -608,3 +628,70 @@ def test_09_erasure(tmp_path, monkeypatch):
         "the LM when upos is erased",
     ]
     assert _images(nb) == 1
+
+
+def test_11_where_and_how(tmp_path, monkeypatch):
+    s, _, _ = run_notebook("11_where_and_how", tmp_path, monkeypatch)
+    assert s["n_pairs"] == 40  # quick size
+    table = pd.DataFrame(s["table"]).set_index("layer")
+    # sanity rows (see tests/test_patching.py for why): the backward sites cannot move the verb's decision
+    assert s["backward_same"]
+    for k in range(3):
+        row = table.loc[f"forward-{k}"]
+        assert abs(row["interchange-accuracy-random"] - row["unpatched-follows-source"]) <= 2.0  # percent
+    # every forward layer patched: the base follows the source wherever the model gets the source right, so the
+    # share is far above no effect
+    assert table.loc["forward-all", "interchange-accuracy"] > table.loc["forward-all", "unpatched-follows-source"] + 50
+    # the printed reading carries the table's numbers
+    two = table.loc["forward-2"]
+    for metric in (
+        "number-probe-accuracy",
+        "interchange-accuracy-probe",
+        "interchange-accuracy",
+        "interchange-accuracy-random",
+    ):
+        assert f"{two[metric]:.1f} %" in s["reading"], metric
+    assert f"{table.loc['forward-all', 'interchange-accuracy']:.1f} %" in s["reading"]
+    # the attribution strip: the forward LM predicting the last word reads none of it (exactly 0), and the gap
+    # of 64 Gauss-Legendre steps is small
+    assert s["words"][-1] == "are" and s["last"] == 0.0 and s["gap"] < 0.05
+    assert any("IIA" in t for t in s["titles"]) and any("probe" in t for t in s["titles"])
+
+
+def test_12_psycholinguistics(tmp_path, monkeypatch):
+    from probing.lm import evaluate_predictions, region_surprisal
+    from probing.lm.syntaxgym import item_outcomes
+
+    monkeypatch.delenv("PROBING_DATA", raising=False)  # Natural Stories is not shipped: section 4 says so and skips
+    s, nb, _ = run_notebook("12_psycholinguistics", tmp_path, monkeypatch)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert s["max_items"] == 6 and set(s["n_items"].values()) == {1, 6}  # nn-nv-rpl has one item
+    assert len(s["n_items"]) == 34
+    # 1. "a mismatching verb costs more bits than a matching one" (forward, region 7, mean over items)
+    means = s["region_means"]
+    assert means["mismatch_sing"]["7"] > means["match_sing"]["7"]
+    assert means["mismatch_plural"]["7"] > means["match_plural"]["7"]
+    # number_src's accuracies are item_outcomes of the full suite's predictions, recomputed here
+    want = item_outcomes(evaluate_predictions(region_surprisal("number_src"), "number_src"))
+    assert s["number_src"] == pytest.approx(want.groupby("direction").correct.mean().to_dict())
+    assert s["number_src"]["backward"] == 0.0  # "its accuracy on this suite is 0 by construction"
+    # 2. the suites whose right context differs, and the two garden-path suites with one item off
+    assert s["right_context_differs"] == ["center_embed", "center_embed_mod"]
+    assert s["partly"] == {"mvrr": pytest.approx(27 / 28, abs=1e-3), "mvrr_mod": pytest.approx(27 / 28, abs=1e-3)}
+    assert "27 of 28 items" in text and "two center-embedding suites" in text
+    # 3. "right on no item" on the 32 other suites; non-zero backward rows only from center embedding
+    per_suite = s["per_suite"]
+    others = [x for x in per_suite if x not in s["right_context_differs"]]
+    assert len(others) == 32 and all(per_suite[x]["backward"] == 0.0 for x in others)
+    assert "32 suites whose comparisons share the right context" in text
+    # the table: circuits then overall; the model's overall is the mean over the 31 counted suites
+    table = s["table"]
+    assert list(table)[-1] == "overall" and len(table) == 7
+    counted = [x for x in per_suite if x not in ("fgd-embed3", "fgd-embed4", "nn-nv-rpl")]
+    assert table["overall"]["forward"] == pytest.approx(
+        round(100 * np.mean([per_suite[x]["forward"] for x in counted]), 1)
+    )
+    assert table["overall"]["GPT-2"] > table["overall"]["n-gram"]  # the authors' models on the same items
+    # 4. without the corpus the section says how to get it and skips
+    assert s["words"] is False and "probing data get naturalstories" in text
+    assert _images(nb) >= 1  # the region plot

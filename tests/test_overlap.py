@@ -10,7 +10,7 @@ import pandas as pd
 
 from probing.corpora import load
 from probing.experiment.overlap import WARN_SHARE, new_overlaps, overlap, sentence_hashes
-from probing.experiment.runner import _Run
+from probing.experiment.state import RunState
 from probing.tasks.common import Part
 
 
@@ -92,7 +92,7 @@ def test_each_pair_of_splits_is_checked_once():
 
 
 def test_the_run_warns_once_for_two_tasks_on_the_same_splits():
-    run = _Run.__new__(_Run)  # only the state check_overlap uses
+    run = RunState.__new__(RunState)  # only the state check_overlap uses
     run.progress, run.warnings, run.overlaps_checked = False, [], set()
     train = _part("d/train", TRAIN)
     with warnings.catch_warnings(record=True) as caught:

@@ -93,18 +93,18 @@ def test_streamed_objective_is_the_in_memory_objective(tmp_path, five_classes, p
 
 
 def test_streamed_fit_equals_the_in_memory_fit(tmp_path, five_classes):
-    """A budget of 0 bytes forces streaming; at the default tol both runs take the same L-BFGS steps
-    (measured: coefficients 4e-7 / 5e-6 apart for C = 0.05 / 1) and predict the same."""
+    """A budget of 0 bytes forces streaming (float64 products instead of the fp32 copy's); at the default tol
+    both runs converge to the same optimum (measured: coefficients 4e-6 / 3.5e-5 apart for C = 0.05 / 1, the
+    fp32 design's rounding) and predict the same."""
     X, y, Xt, _ = five_classes
     mm = _fp16_memmap(tmp_path, X)
     for C in (0.05, 1.0):
         full = LinearProbe(C=C, chunk_rows=256).fit(mm, y)
         streamed = LinearProbe(C=C, chunk_rows=256, max_design_bytes=0).fit(mm, y)
-        assert rel_diff(streamed.coef_, full.coef_) < 1e-5
-        assert np.abs(streamed.intercept_ - full.intercept_).max() < 1e-5 * np.abs(full.intercept_).max()
+        assert rel_diff(streamed.coef_, full.coef_) < 1e-4
+        assert np.abs(streamed.intercept_ - full.intercept_).max() < 1e-4 * np.abs(full.intercept_).max()
         assert np.array_equal(streamed.predict(mm), full.predict(mm))
         assert np.array_equal(streamed.predict(Xt), full.predict(Xt))
-        assert streamed.n_iter_ == full.n_iter_
 
 
 def test_streamed_fit_reaches_the_float64_optimum(tmp_path):

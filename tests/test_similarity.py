@@ -1,4 +1,4 @@
-"""probing.similarity: known answers from Kornblith et al.'s demo, invariances, and slow n-space
+"""probing.analysis.similarity: known answers from Kornblith et al.'s demo, invariances, and slow n-space
 references (explicit Gram matrices, QR-based CCA, explicit canonical variates) for the fast paths."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
-from probing.similarity import SIMILARITY_COLUMNS, cca, cka, layer_similarity, pwcca, svcca
+from probing.analysis.similarity import SIMILARITY_COLUMNS, cca, cka, layer_similarity, pwcca, svcca
 from probing.store import extract
 from tests.test_store_fakes import FakeEncoder, make_corpus
 
@@ -224,7 +224,7 @@ def test_svd_that_does_not_converge_falls_back_to_gesvd(monkeypatch):
     with itself (every singular value 1; OpenBLAS, AMD EPYC), which stopped notebook 06. Where it raises,
     the QR-iteration driver gives the same measures: SVCCA and CCA of X with 2X are 1, and the values of a
     correlated pair equal numpy's."""
-    import probing.similarity as sim
+    import probing.analysis.similarity as sim
 
     X, Y = correlated(400, 6, 7, seed=8)
     expected = {f: f(X, Y) for f in (cca, svcca)} | {"pwcca": pwcca(X, Y, reference=False)}

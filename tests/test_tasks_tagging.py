@@ -31,7 +31,9 @@ from probing.tasks import (
     wsd_baselines,
 )
 from probing.tasks.common import DEV_EVERY, holdout_dev
+from probing.tasks.curves import CurveOptions
 from probing.tasks.labels import items
+from probing.tasks.mdl import MDLOptions
 from probing.wordnet import inventory
 
 TAGS = ["NOUN", "NOUN", "VERB", "ADJ", "DET"]  # word i has tag TAGS[i % 5]: NOUN is the majority (40 %)
@@ -126,10 +128,10 @@ def test_only_the_informative_layer_scores(pos_out):
 
 
 def test_mix_weights_concentrate_on_the_informative_layer(pos_out):
-    w = frame(pos_out.mix_weights).set_index("layer")["weight"]
+    w = frame(pos_out.tables["mix_weights"]).set_index("layer")["weight"]
     assert w.sum() == pytest.approx(1.0, abs=1e-9)  # softmax-normalised
     assert w.idxmax() == str(K) and w[str(K)] > 0.5, w
-    assert set(frame(pos_out.mix_weights)["refit"]) == {0}  # mix_refits = 0: only the fit on all data
+    assert set(frame(pos_out.tables["mix_weights"])["refit"]) == {0}  # mix_refits = 0: only the fit on all data
 
 
 def test_mix_refits_add_one_weight_row_per_layer_and_refit(pos_parts):
@@ -138,10 +140,10 @@ def test_mix_refits_add_one_weight_row_per_layer_and_refit(pos_parts):
     p = pos_parts
     settings = replace(SETTINGS, mix_refits=2)
     out = tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), settings)
-    w = frame(out.mix_weights)
+    w = frame(out.tables["mix_weights"])
     assert sorted(w.groupby("refit")["layer"].apply(list).items()) == [(r, ["0", "1", "2"]) for r in (0, 1, 2)]
     base = tagging_probes("upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS)
-    assert w[w.refit == 0]["weight"].tolist() == frame(base.mix_weights)["weight"].tolist()
+    assert w[w.refit == 0]["weight"].tolist() == frame(base.tables["mix_weights"])["weight"].tolist()
     for _, g in w.groupby("refit"):
         assert g["weight"].sum() == pytest.approx(1.0, abs=1e-9)
         assert g.set_index("layer")["weight"].idxmax() == str(K)
@@ -178,7 +180,7 @@ def test_oov_tokens_are_counted(pos_parts, pos_out):
 
 
 def test_per_tag_accuracy_matches_the_overall_accuracy(pos_parts, pos_out):
-    pt = frame(pos_out.per_tag)
+    pt = frame(pos_out.tables["per_tag"])
     df = frame(pos_out.rows)
     tokens = pos_parts["test"].store.tokens
     counts = Counter(tokens.upos)
@@ -362,7 +364,7 @@ def test_supersense_probe_on_context_layer(sense_parts):
 
 # ----------------------------------------------------------------------------- learning curves (issue 31)
 
-CURVE = {"fractions": [0.1, 0.5, 1.0], "seeds": 2}
+CURVE = CurveOptions((0.1, 0.5, 1.0), 2)
 
 
 def test_nested_prefixes_keep_int_f_n_sentences_of_one_seeded_order():
@@ -386,7 +388,7 @@ def test_a_learning_curve_ends_where_the_full_task_is(pos_parts):
     out = tagging_probes(
         "upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS, curve=CURVE
     )
-    lc = frame(out.learning_curve)
+    lc = frame(out.tables["learning_curve"])
     # 3 layers x 3 sizes x 2 sentence orders, on one test part; 80 training sentences give 8, 40, 80
     assert len(lc) == 18 and sorted(set(lc.n_train_sentences)) == [8, 40, 80]
     assert set(lc.seed) == {0, 1} and set(lc.metric) == {"accuracy"}
@@ -413,7 +415,7 @@ def test_a_learning_curve_ends_where_the_full_task_is(pos_parts):
 def test_trained_baselines_get_curves_too(pos_parts):
     p = pos_parts
     out = tagging_baselines("upos", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS, curve=CURVE)
-    lc = frame(out.learning_curve)
+    lc = frame(out.tables["learning_curve"])
     assert set(lc.layer) == {"majority", "most-frequent-tag"} and set(lc.encoder) == {"baseline"}
     full = frame(out.rows).set_index("layer")["value"]
     end = lc[(lc.train_fraction == 1.0) & (lc.seed == 0)].set_index("layer")["value"]
@@ -423,13 +425,15 @@ def test_trained_baselines_get_curves_too(pos_parts):
 def test_wsd_curves_end_at_the_full_f1(sense_parts):
     p = sense_parts
     out = wsd_1nn("wsd-1nn", "ctx", p["train"], [p["test"]], SETTINGS, inventory=INV, curve=CURVE)
-    lc = frame(out.learning_curve)
+    lc = frame(out.tables["learning_curve"])
     f1 = frame(out.rows).query("metric == 'f1'").set_index("layer")["value"]
     end = lc[lc.train_fraction == 1.0].groupby("layer")["value"].agg(["min", "max"])
     assert (end["min"] == end["max"]).all() and end["min"].to_dict() == f1.to_dict()
     # 10 training sentences: 0.1 keeps 1 sentence (one sense seen), 0.5 keeps 5
     assert sorted(set(lc.n_train_sentences)) == [1, 5, 10]
-    base = frame(wsd_baselines("wsd-1nn", p["train"], [p["test"]], SETTINGS, inventory=INV, curve=CURVE).learning_curve)
+    base = frame(
+        wsd_baselines("wsd-1nn", p["train"], [p["test"]], SETTINGS, inventory=INV, curve=CURVE).tables["learning_curve"]
+    )
     assert set(base.layer) == {"semcor-mfs"}  # the WordNet first sense learns nothing from SemCor
 
 
@@ -442,8 +446,8 @@ def test_learning_curve_keys_are_checked():
     def parse(data):
         return parse_learning_curve(Table(data, "tasks[0]", "exp.toml", Path(".")))
 
-    assert parse({}) == {}
-    assert parse({"learning_curve": [1, 0.1]}) == {"learning_curve": {"fractions": [0.1, 1.0], "seeds": 1}}
+    assert parse({}) is None
+    assert parse({"learning_curve": [1, 0.1]}) == CurveOptions((0.1, 1.0), 1)
     for bad in ([0.0, 0.5], [0.5, 1.5], [], [0.5, 0.5], "0.5", [True]):
         with pytest.raises(ExperimentError, match=r"exp.toml: tasks\[0\].learning_curve: expected a non-empty list"):
             parse({"learning_curve": bad})
@@ -477,9 +481,9 @@ def test_mdl_adds_sdl_and_esc_rows(pos_parts):
     p = pos_parts
     out = tagging_probes(
         "upos", "fake", p["train"], p["dev"], [p["test"]], column_labels("upos"), SETTINGS,
-        mdl={"probe": "linear", "seeds": 1, "epsilon": 0.5},
+        mdl=MDLOptions("linear", 1, epsilon=0.5),
     )  # fmt: skip
-    eff = frame(out.data_efficiency)
+    eff = frame(out.tables["data_efficiency"])
     assert set(eff.measure) == {"sdl_kbits", "esc_sentences"} and set(eff.epsilon) == {0.5}
     sdl = eff[eff.measure == "sdl_kbits"].set_index("layer")["value"]
     code = frame(out.rows).query("metric == 'codelength_kbits'").set_index("layer")["value"]

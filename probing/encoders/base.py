@@ -60,7 +60,7 @@ class EncoderKind:
 
     Capabilities: ``lm_head(encoder)`` is the registered checkpoint whose LM head an encoder of this kind
     scores sentences with (None when it has none; the field None: the kind never has one); ``bilm(encoder)``
-    is the encoder as an ELMo biLM that :mod:`probing.intervention` can edit (the field None: the kind has no
+    is the encoder as an ELMo biLM that :mod:`probing.analysis.intervention` can edit (the field None: the kind has no
     biLM, and its table has no ``intervene`` key).
     """
 

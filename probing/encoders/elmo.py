@@ -392,7 +392,7 @@ def _checkpoint(encoder: ElmoEncoder) -> str | None:
 
 
 def as_bilm(encoder: _LazyElmo) -> _LazyElmo:
-    """Both ELMo kinds' ``bilm`` capability: their encoders are the biLMs :mod:`probing.intervention` edits."""
+    """Both ELMo kinds' ``bilm`` capability: their encoders are the biLMs :mod:`probing.analysis.intervention` edits."""
     return encoder
 
 

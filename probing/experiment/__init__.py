@@ -1,7 +1,8 @@
 """One declarative probing experiment: a TOML file (or dict) in, a tidy results table and its side tables out.
 
 :mod:`~probing.experiment.spec` reads and checks the file, :mod:`~probing.experiment.runner` runs it
-(:func:`~probing.experiment.planning.plan` its jobs, an :mod:`~probing.experiment.execute` executor runs them,
+(:func:`~probing.experiment.planning.plan` lists its jobs, :func:`~probing.experiment.planning.resolve` gives
+each what it reads and its key, an :mod:`~probing.experiment.execute` executor runs them,
 :func:`~probing.experiment.assembly.assemble` writes the tables), and :mod:`~probing.experiment.jobs` keeps
 finished jobs and their finished steps so runs resume. Task kinds live in
 :data:`probing.tasks.TASK_KINDS`.
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from probing.experiment.extract import extract_activations
     from probing.experiment.helpers import fit_layer_probes, probe_layers
     from probing.experiment.jobs import JOBS_DIR, JobCache, probe_code_digest
-    from probing.experiment.planning import Plan, PlannedJob, plan
+    from probing.experiment.planning import Plan, PlannedJob, ResolvedJob, job_inputs, plan, resolve
     from probing.experiment.runner import run_experiment
     from probing.experiment.spec import (
         CorpusRef,
@@ -45,6 +46,9 @@ _HOMES = {
     "Plan": "planning",
     "PlannedJob": "planning",
     "plan": "planning",
+    "ResolvedJob": "planning",
+    "job_inputs": "planning",
+    "resolve": "planning",
     "run_experiment": "runner",
     "extract_activations": "extract",
     "probe_layers": "helpers",
@@ -87,6 +91,7 @@ __all__ = [
     "Plan",
     "PlannedJob",
     "RayExecutor",
+    "ResolvedJob",
     "Results",
     "SimilaritySpec",
     "TaskSpec",
@@ -94,10 +99,12 @@ __all__ = [
     "bundled_experiments",
     "extract_activations",
     "fit_layer_probes",
+    "job_inputs",
     "load_experiment",
     "parse_experiment",
     "plan",
     "probe_code_digest",
     "probe_layers",
+    "resolve",
     "run_experiment",
 ]

@@ -20,44 +20,62 @@ import pandas as pd
 from probing.encoders import Encoder
 from probing.experiment.spec import DataRef, Experiment
 from probing.results import (
-    DATA_EFFICIENCY_COLUMNS,
-    DATA_EFFICIENCY_NAME,
     INTERVENTION,
-    LEARNING_CURVE_COLUMNS,
-    LEARNING_CURVE_NAME,
-    MIX_COLUMNS,
-    PER_TAG_COLUMNS,
     RESULT_COLUMNS,
-    SIMILARITY_COLUMNS,
-    SIMILARITY_NAME,
+    SIDE_TABLES,
     metric,
     sort_layers,
     write_results,
     write_side_table,
 )
 from probing.results import provenance as run_provenance
-from probing.results.efficiency import data_efficiency
 from probing.store.reader import Store
 from probing.tasks import TASK_KINDS, TaskOutput, headline_metrics
+from probing.tasks.options import set_options
+
+
+def _empty(name: str) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(SIDE_TABLES[name].columns))
 
 
 @dataclass
 class Results:
-    """What :func:`run_experiment` produced: the tidy results table, the scalar-mix weights, per-tag
-    accuracies, provenance, the stores it read (see :meth:`store`), the layer-similarity table of the
-    ``[similarity]`` table (columns ``SIMILARITY_COLUMNS``; empty when the experiment has none), and the
-    learning curves and data-efficiency rows of tasks with ``learning_curve`` or ``mdl`` (``learning_curve.csv``,
-    ``data_efficiency.csv``; empty without)."""
+    """What :func:`run_experiment` produced: the tidy results table, provenance, the stores it read (see
+    :meth:`store`) and every registered side table by name (``tables``; empty where the run wrote none): the
+    scalar-mix weights and per-tag accuracies (:attr:`mix_weights`, :attr:`per_tag`), the layer-similarity
+    table of the ``[similarity]`` table (:attr:`similarity`), the learning curves and data-efficiency rows of
+    tasks with ``learning_curve`` or ``mdl`` (:attr:`learning_curve`, :attr:`data_efficiency`) and the tables
+    of the task options registered from outside."""
 
     results: pd.DataFrame
-    mix_weights: pd.DataFrame
-    per_tag: pd.DataFrame
     provenance: dict
     stores: dict[tuple[str, str, str], Store]
     out_dir: Path
-    similarity: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SIMILARITY_COLUMNS))
-    learning_curve: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEARNING_CURVE_COLUMNS))
-    data_efficiency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS))
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """Side table ``name`` (:data:`probing.results.schema.SIDE_TABLES`): its rows, or none."""
+        return self.tables[name] if name in self.tables else _empty(name)
+
+    @property
+    def mix_weights(self) -> pd.DataFrame:
+        return self.table("mix_weights")
+
+    @property
+    def per_tag(self) -> pd.DataFrame:
+        return self.table("per_tag")
+
+    @property
+    def similarity(self) -> pd.DataFrame:
+        return self.table("similarity")
+
+    @property
+    def learning_curve(self) -> pd.DataFrame:
+        return self.table("learning_curve")
+
+    @property
+    def data_efficiency(self) -> pd.DataFrame:
+        return self.table("data_efficiency")
 
     def store(self, encoder: str, dataset: str, split: str) -> Store:
         """The store of ``encoder``'s activations on ``dataset``/``split`` that the run read."""
@@ -160,20 +178,20 @@ def probe_warnings(probes: list[dict], Cs: tuple[float, ...]) -> list[str]:
 @dataclass(frozen=True)
 class JobResult:
     """One job's output as :func:`assemble` reads it: its rows get ``intervention`` (``""`` for none: the
-    unerased job of a plain encoder), and an erase run (``erased``) keeps no mix weights or per-tag rows."""
+    plain job of a plain encoder), and an option's extra run (``extra``: an erase run) keeps no side tables."""
 
     output: TaskOutput
     intervention: str = ""
-    erased: bool = False
+    extra: bool = False
 
 
-def _tagged(out: TaskOutput, intervention: str, erased: bool) -> TaskOutput:
-    """``out``'s rows with their ``intervention``; an erase run keeps no mix weights or per-tag rows (those side
-    tables have no intervention column, and its rows share the encoder name of the unerased ones)."""
+def _tagged(out: TaskOutput, intervention: str, extra: bool) -> TaskOutput:
+    """``out``'s rows with their ``intervention``; an option's extra run keeps no side-table rows (the side
+    tables have no intervention column, and its rows share the encoder name of the plain ones)."""
     if not intervention:
         return out
     rows = [{**r, "intervention": intervention} for r in out.rows]
-    return TaskOutput(rows=rows, probes=out.probes) if erased else dataclasses.replace(out, rows=rows)
+    return TaskOutput(rows=rows, probes=out.probes) if extra else dataclasses.replace(out, rows=rows)
 
 
 def _weights_file(encoder: Any) -> dict[str, Any]:
@@ -197,18 +215,18 @@ def assemble(
 
     total = TaskOutput()
     for done in outputs:
-        total.extend(_tagged(done.output, done.intervention, done.erased))
+        total.extend(_tagged(done.output, done.intervention, done.extra))
     for msg in probe_warnings(total.probes, exp.probe.Cs):
         run.warn(msg)
     results = pd.DataFrame(total.rows, columns=RESULT_COLUMNS)
-    mix = pd.DataFrame(total.mix_weights, columns=MIX_COLUMNS)
-    per_tag = pd.DataFrame(total.per_tag, columns=PER_TAG_COLUMNS)
-    curves = pd.DataFrame(total.learning_curve, columns=LEARNING_CURVE_COLUMNS)
-    efficiency = pd.concat(
-        [df for df in (data_efficiency(curves), pd.DataFrame(total.data_efficiency)) if not df.empty]
-        or [pd.DataFrame(columns=DATA_EFFICIENCY_COLUMNS)],
-        ignore_index=True,
-    )[DATA_EFFICIENCY_COLUMNS]
+    tables = {
+        name: pd.DataFrame(total.tables.get(name, []), columns=list(table.columns))
+        for name, table in SIDE_TABLES.items()
+    }
+    tables["similarity"] = _empty("similarity") if similarity is None else similarity
+    for option in dict.fromkeys(option for task in exp.tasks for option, _ in set_options(task.options)):
+        if option.finish is not None:
+            option.finish(tables)
     run.timings["total"] = round(time.time() - run.started, 3)
     prov = run_provenance(
         experiment=exp.to_dict(),
@@ -239,30 +257,17 @@ def assemble(
         device=describe(resolve_device()),
     )
     write_results(results, out_dir, prov)
-    write_side_table(mix, out_dir, "mix_weights")
-    write_side_table(per_tag, out_dir, "per_tag")
-    if similarity is not None:
-        write_side_table(similarity, out_dir, "similarity")
-    else:
-        (out_dir / SIMILARITY_NAME).unlink(missing_ok=True)
-    for name, table, file in (
-        ("learning_curve", curves, LEARNING_CURVE_NAME),
-        ("data_efficiency", efficiency, DATA_EFFICIENCY_NAME),
-    ):
-        if table.empty:
-            (out_dir / file).unlink(missing_ok=True)
+    for name, table in SIDE_TABLES.items():  # a stale table of an earlier run of the folder goes
+        if table.always or not tables[name].empty or (name == "similarity" and similarity is not None):
+            write_side_table(tables[name], out_dir, name)
         else:
-            write_side_table(table, out_dir, name)
+            (out_dir / table.file).unlink(missing_ok=True)
     res = Results(
         results=results,
-        mix_weights=mix,
-        per_tag=per_tag,
         provenance=prov,
         stores={(enc, ref.dataset, ref.split): store for (enc, ref), store in run.stores.items()},
         out_dir=out_dir,
-        similarity=pd.DataFrame(columns=SIMILARITY_COLUMNS) if similarity is None else similarity,
-        learning_curve=curves,
-        data_efficiency=efficiency,
+        tables=tables,
     )
     if run.progress:
         hits = sum(s["cache_hit"] for s in run.store_info.values())

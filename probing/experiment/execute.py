@@ -15,19 +15,24 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from probing._toml import ExperimentError
-from probing.tasks import Job, TaskKind, TaskOutput
+from probing.tasks import Job, TaskKind, TaskOption, TaskOutput
+from probing.tasks.options import run_task
 
 Done = Callable[[int, TaskOutput, float], None]
 
 
 @dataclass
 class Pending:
-    """A job to run: its kind, the :class:`~probing.tasks.Job`, and for a kind that uses WordNet the
-    inventory's name and fingerprint (a Ray worker resolves its own: NLTK's reader cannot be pickled)."""
+    """A job to run: its kind, the :class:`~probing.tasks.Job`, for a kind that uses WordNet the inventory's
+    name and fingerprint (a Ray worker resolves its own: NLTK's reader cannot be pickled), the task options
+    whose rows it adds (:attr:`~probing.tasks.TaskOption.rows`), and whether it runs in the driver (a job that
+    reads the encoder's model: a model is not shipped to a worker)."""
 
     kind: TaskKind
     job: Job
     wordnet: tuple[str, str] | None = None
+    options: tuple[TaskOption, ...] = ()
+    in_driver: bool = False
 
 
 class Executor(Protocol):
@@ -36,10 +41,10 @@ class Executor(Protocol):
     def run(self, pending: Sequence[Pending], done: Done) -> None: ...
 
 
-def run_job(kind: TaskKind, job: Job) -> tuple[TaskOutput, float]:
-    """One probe job, timed."""
+def run_job(kind: TaskKind, job: Job, options: Sequence[TaskOption] = ()) -> tuple[TaskOutput, float]:
+    """One job (its kind's rows, then its ``options``' rows: :func:`probing.tasks.options.run_task`), timed."""
     t0 = time.time()
-    return kind.run(job), time.time() - t0
+    return run_task(kind, job, options), time.time() - t0
 
 
 class LocalExecutor:
@@ -47,10 +52,12 @@ class LocalExecutor:
 
     def run(self, pending: Sequence[Pending], done: Done) -> None:
         for i, p in enumerate(pending):
-            done(i, *run_job(p.kind, p.job))
+            done(i, *run_job(p.kind, p.job, p.options))
 
 
-def _run_ray_job(kind: TaskKind, job: Job, wordnet: str | None, fingerprint: str | None) -> tuple[TaskOutput, float]:
+def _run_ray_job(
+    kind: TaskKind, job: Job, options: tuple[TaskOption, ...], wordnet: str | None, fingerprint: str | None
+) -> tuple[TaskOutput, float]:
     """The body of a Ray task: a job that uses WordNet gets the worker's own inventory ``wordnet``, which
     must have the ``fingerprint`` the driver keyed the job with."""
     if wordnet is not None:
@@ -64,7 +71,7 @@ def _run_ray_job(kind: TaskKind, job: Job, wordnet: str | None, fingerprint: str
                 'the same NLTK WordNet data (NLTK_DATA), or set the task\'s wordnet = "bundled"'
             )
         job = dataclasses.replace(job, inventory=inv)
-    return run_job(kind, job)
+    return run_job(kind, job, options)
 
 
 @dataclass
@@ -81,7 +88,7 @@ class RayExecutor:
         import ray
 
         task = ray.remote(_run_ray_job).options(max_retries=2)
-        refs = {task.remote(p.kind, p.job, *(p.wordnet or (None, None))): i for i, p in enumerate(pending)}
+        refs = {task.remote(p.kind, p.job, p.options, *(p.wordnet or (None, None))): i for i, p in enumerate(pending)}
         waiting = list(refs)
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)

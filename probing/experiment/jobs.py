@@ -30,7 +30,7 @@ import numpy as np
 from probing._io import atomic_open
 from probing.errors import InputError
 from probing.identity import code_identity, digest, function_identity
-from probing.tasks import TaskKind, TaskOutput
+from probing.tasks import TaskKind, TaskOption, TaskOutput
 from probing.tasks.common import StepResult
 
 JOBS_DIR = "jobs"
@@ -50,12 +50,35 @@ def kind_identity(kind: TaskKind) -> str:
     return digest([function_identity(f) for f in (kind.run, kind.parse, kind.options) if f is not None])
 
 
+def option_identity(option: TaskOption) -> str | None:
+    """The code identity a task option adds to a job's key: for an option defined outside ``probing.tasks``
+    (whose code :func:`probe_code_digest` covers) its options class and every hook it has, and the code
+    identity of the modules it names in ``code`` (with its ``version``); None when there is neither, so the
+    built-in options add nothing."""
+    parts = []
+    if not option.options.__module__.startswith("probing.tasks."):
+        hooks = (
+            option.options,
+            option.parse,
+            option.rows,
+            option.work,
+            option.variants,
+            option.views,
+            option.variant_settings,
+            option.finish,
+        )
+        parts += [function_identity(f) for f in hooks if f is not None]
+    if option.code:
+        parts.append(code_identity(option.version, option.code))
+    return digest(parts) if parts else None
+
+
 def similarity_key(spec: Mapping[str, Any], stores: Mapping[str, str]) -> str:
     """The job key of a ``[similarity]`` table (``spec``, its ``to_dict``) on ``stores`` (encoder -> store
-    key): the toolkit version and the code identity of :mod:`probing.similarity` included."""
+    key): the toolkit version and the code identity of :mod:`probing.analysis.similarity` included."""
     import probing
 
-    code = code_identity(SIMILARITY_VERSION, ["probing.similarity"])
+    code = code_identity(SIMILARITY_VERSION, ["probing.analysis.similarity"])
     return digest({"version": probing.__version__, "code": code, "similarity": dict(spec), "stores": dict(stores)})
 
 

@@ -11,10 +11,11 @@ The file names the encoders, the tasks with their data, the probe hyperparameter
 
     [probe]
     C = [0.001, 0.01, 0.1, 1, 10, 100]   # inverse L2 strengths, chosen on dev accuracy
-    max_iter = 100               # linear probe solver iterations
-    mix_max_iter = 300           # scalar-mix probe iterations
+    patience = 2                 # stop the C grid after 2 values in a row without a better dev accuracy; 0: all
+    max_iter = 1000              # linear probe solver iterations (a cap: tol ends the fits)
+    mix_max_iter = 1000          # scalar-mix probe iterations
     mix_refits = 0               # scalar-mix refits on bootstrap resamples of the training sentences (spread)
-    tol = 1e-4
+    tol = 1e-6                   # converged: the objective within ~1e-6 (relative) of its optimum
     solver = "lbfgs"             # or "adam" (stochastic: one fit per seed)
     control = true               # control tasks (Hewitt & Liang 2019) for every layer
     mix = true                   # learned scalar mix of all layers (or a list: the encoders that get one)
@@ -87,9 +88,11 @@ from typing import Any
 from probing._toml import ExperimentError, Table
 from probing.corpora.base import Corpus
 from probing.encoders import ENCODER_KINDS, Encoder, encoder_kind
+from probing.identity import option_key
 from probing.store.format import CHUNK_TOKENS
 from probing.tasks import TASK_KINDS, ProbeSettings, TaskKind
 from probing.tasks.common import SOLVERS
+from probing.tasks.options import read_task_options
 
 try:
     import tomllib
@@ -149,7 +152,7 @@ def default(cls: type, name: str) -> Any:
 @dataclass(frozen=True)
 class InterveneSpec:
     """An ELMo encoder's ``intervene = { layer = 1, label = "upos", method = "leace", fit_on = "demo-ud:train" }``:
-    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.intervention`),
+    erase ``label`` from layer ``layer``'s output per direction inside the biLM (:mod:`probing.analysis.intervention`),
     erasers fitted on the unedited model's store of ``fit_on``; ``rank`` only for ``method = "random"``."""
 
     layer: int
@@ -185,7 +188,7 @@ class EncoderSpec:
         base = kind.encoder(self.options, self.name)
         if self.intervene is None:
             return base
-        from probing.intervention import LazyIntervenedEncoder
+        from probing.analysis.intervention import LazyIntervenedEncoder
 
         iv = self.intervene
         assert kind.bilm is not None  # the parser reads intervene only for kinds with a biLM
@@ -211,23 +214,10 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
-class EraseSpec:
-    """A task's ``erase = { label = "upos", method = "leace" }``: the task is also run with ``label`` erased from
-    every stored layer (erasers fitted on the task's training store), and, for ``leace``/``inlp``, with the
-    same-rank random control; its rows carry ``intervention`` ``"erase:<label>:<method>"``."""
-
-    label: str
-    method: str = "leace"
-
-    def interventions(self) -> list[str]:
-        methods = [self.method] if self.method == "random" else [self.method, "random"]
-        return [f"erase:{self.label}:{m}" for m in methods]
-
-
-@dataclass(frozen=True)
 class TaskSpec:
-    """One task: its kind, data, the encoders it probes, its baselines and the kind's own options
-    (e.g. ``label`` for tagging, ``metric`` for 1-NN WSD; see :data:`probing.tasks.TASK_KINDS`)."""
+    """One task: its kind, data, the encoders it probes, its baselines and its ``options``: the kind's own
+    (e.g. ``label`` for tagging, ``metric`` for 1-NN WSD; see :data:`probing.tasks.TASK_KINDS`), then the value
+    of each task option it sets (``mdl``, ``learning_curve``, ``erase``: :data:`probing.tasks.TASK_OPTIONS`)."""
 
     name: str
     kind: str
@@ -239,19 +229,18 @@ class TaskSpec:
     skip_missing: bool = False
     wordnet: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
-    erase: tuple[EraseSpec, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        erase = {"erase": [e.__dict__ for e in self.erase]} if self.erase else {}  # keeps older job keys
+        """The task as JSON-able values (its part of a job's key, and of provenance): an option's value by
+        :func:`probing.identity.option_key`, so its fields at their defaults leave the key as it was."""
         return {
-            **erase,
             "name": self.name,
             "kind": self.kind,
             "encoders": None if self.encoders is None else list(self.encoders),
             "baselines": list(self.baselines),
             "skip_missing": self.skip_missing,
             "wordnet": self.wordnet,
-            **dict(self.options),
+            **{name: option_key(value) for name, value in self.options.items()},
             "train": _ref_dict(self.train),
             "dev": _ref_dict(self.dev),
             "test": [_ref_dict(r) for r in self.test],
@@ -261,7 +250,7 @@ class TaskSpec:
 @dataclass(frozen=True)
 class SimilaritySpec:
     """The ``[similarity]`` table: every measure between every pair of layers of ``encoders`` on the tokens
-    of ``dataset`` (:func:`probing.similarity.layer_similarity`)."""
+    of ``dataset`` (:func:`probing.analysis.similarity.layer_similarity`)."""
 
     dataset: DataRef
     encoders: tuple[str, ...]
@@ -311,6 +300,7 @@ class Experiment:
                     ("Cs", q.get("C")),
                     ("max_iter", q.get("max_iter")),
                     ("mix_max_iter", q.get("mix_max_iter")),
+                    ("tol", q.get("tol")),
                 )
                 if v is not None
             },
@@ -413,7 +403,7 @@ def _encoder(t: Table) -> EncoderSpec:
 
 
 def _intervene(t: Table) -> InterveneSpec:
-    from probing.erasure import METHODS
+    from probing.analysis.erasure import METHODS
     from probing.tasks.labels import LABEL_COLUMNS
 
     method = t.string("method", default(InterveneSpec, "method"), choices=METHODS)
@@ -438,7 +428,7 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
             train=None,
             test=(),
             encoders=t.string_list("encoders", None, choices=tuple(encoder_names)),
-            options=kind.read_options(t),
+            options={**kind.read_options(t), **read_task_options(kind, t)},
         )
         t.done()
         return spec
@@ -466,36 +456,14 @@ def _task(t: Table, encoder_names: list[str]) -> TaskSpec:
         skip_missing=t.boolean("skip_missing", default(TaskSpec, "skip_missing")),
         baselines=t.string_list("baselines", kind.baselines, choices=kind.baselines) if kind.baselines else (),
         wordnet=t.string("wordnet", WORDNET_DEFAULT, choices=WORDNET_KINDS) if kind.uses_wordnet else None,
-        options=kind.read_options(t),
-        erase=_erase(t) if "erase" in t.data else (),
+        options={**kind.read_options(t), **read_task_options(kind, t)},
     )
     t.done()
     return spec
 
 
-def _erase(t: Table) -> tuple[EraseSpec, ...]:
-    from probing.erasure import METHODS
-    from probing.tasks.labels import LABEL_COLUMNS
-
-    value = t.get("erase", "a table {label, method} or a list of them", lambda v: isinstance(v, (dict, list)))
-    tables = value if isinstance(value, list) else [value]
-    specs = []
-    for i, item in enumerate(tables):
-        sub = Table(item, f"{t.where}.erase" + (f"[{i}]" if isinstance(value, list) else ""), t.source, t.base)
-        specs.append(
-            EraseSpec(
-                sub.string("label", choices=LABEL_COLUMNS),
-                sub.string("method", default(EraseSpec, "method"), choices=METHODS),
-            )
-        )
-        sub.done()
-    if len(set(specs)) != len(specs):
-        raise t.fail("erase", "distinct {label, method} pairs", value)
-    return tuple(specs)
-
-
 def _similarity(t: Table, encoder_names: list[str], seed: int) -> SimilaritySpec:
-    from probing.similarity import MEASURES
+    from probing.analysis.similarity import MEASURES
 
     dataset = _data_ref(t, "dataset", t.get("dataset", "'dataset:split'", lambda v: True))
     encoders = t.string_list("encoders", tuple(encoder_names), choices=tuple(encoder_names))
@@ -557,6 +525,7 @@ def parse_experiment(
         max_iter=probe.integer("max_iter", d.max_iter, minimum=1),
         mix_max_iter=probe.integer("mix_max_iter", d.mix_max_iter, minimum=1),
         tol=probe.number("tol", d.tol),
+        patience=probe.integer("patience", d.patience, minimum=0) or None,
         solver=probe.string("solver", d.solver, choices=SOLVERS),
         seeds=seeds,
         n_boot=exp.integer("bootstrap", d.n_boot, minimum=1, maximum=MAX_BOOTSTRAP),
@@ -570,6 +539,7 @@ def parse_experiment(
         "C": quick.number_list("C", None),
         "max_iter": quick.integer("max_iter", None, minimum=1),
         "mix_max_iter": quick.integer("mix_max_iter", None, minimum=1),
+        "tol": quick.number("tol", None),
     }
     name = exp.string("name", Path(source).stem)
     cache_dir = exp.path("cache_dir")

@@ -33,7 +33,7 @@ from probing.figures.mdl import codelength_by_layer, compression_by_layer
 from probing.figures.mix import UNSTABLE_MIX_RANGE, WEIGHT_COLUMNS, mix_weights
 from probing.figures.similarity import similarity_heatmap, similarity_matrix
 from probing.figures.splits import DIRECTION_COLOURS, directions, oov_split
-from probing.figures.style import OKABE_ITO, save
+from probing.figures.style import OKABE_ITO, group_names, save, slug
 from probing.figures.syntax import metric_by_layer, rank_sweep, tree_comparison
 from probing.figures.tags import PER_TAG_COLUMNS, tag_gains
 from probing.results import RESULT_COLUMNS, layer_sort_key
@@ -52,6 +52,7 @@ __all__ = [
     "codelength_by_layer",
     "compression_by_layer",
     "directions",
+    "group_names",
     "layer_scores",
     "layer_scores_panels",
     "layer_sort_key",
@@ -66,6 +67,7 @@ __all__ = [
     "selectivity",
     "similarity_heatmap",
     "similarity_matrix",
+    "slug",
     "split_layer",
     "tag_gains",
     "tree_comparison",

@@ -11,12 +11,12 @@
   other; ``erase:`` rows are compared with the same encoder's unedited rows, ``intervene:<n>:`` rows (erased
   inside the biLM) with the unedited rows of the encoder they were made from (``bases``, else the unedited
   encoder whose layers below ``n`` score exactly as the intervened one's: they are the same vectors);
-* **the LM** (with an :func:`probing.intervention.lm_effect` table): the change in held-out perplexity per
+* **the LM** (with an :func:`probing.analysis.intervention.lm_effect` table): the change in held-out perplexity per
   direction for each intervention, beside its random control.
 
 Error bars are 95 % intervals. A drop's interval combines the two rows' bootstrap half-widths as if they
 were independent (``sqrt(a**2 + b**2)`` on each side); both rows are scored on the same test sentences, so
-this is wider than a paired interval would be. The LM's intervals are paired (:func:`~probing.intervention.lm_effect`).
+this is wider than a paired interval would be. The LM's intervals are paired (:func:`~probing.analysis.intervention.lm_effect`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 
 from probing.errors import InputError
 from probing.figures.style import OKABE_ITO, STYLE, check_columns, listing, new_figure
-from probing.results import layer_sort_key
+from probing.results import Intervention, layer_sort_key
 from probing.results import metric as metric_info
 from probing.results.aggregate import aggregate
 from probing.results.schema import INTERVENTION
@@ -42,22 +42,11 @@ CONTROL_COLOUR = "0.55"
 LM_COLUMNS = ("intervention", "measure", "direction", "change", "change_ci_low", "change_ci_high")
 
 
-def parse_intervention(tag: str) -> tuple[str, str, str]:
-    """``"erase:upos:leace"`` -> ``("erase", "upos", "leace")``; ``"intervene:1:upos:random"`` ->
-    ``("intervene:1", "upos", "random")``; InputError for anything else."""
-    parts = tag.split(":")
-    if len(parts) == 3 and parts[0] == "erase":
-        return "erase", parts[1], parts[2]
-    if len(parts) == 4 and parts[0] == "intervene" and parts[1].isdigit():
-        return f"intervene:{parts[1]}", parts[2], parts[3]
-    raise InputError(f"intervention {tag!r}: expected 'erase:<label>:<method>' or 'intervene:<layer>:<label>:<method>'")
-
-
 def erased_properties(results: pd.DataFrame, task: str) -> list[str]:
     """The properties erased in ``task``'s rows, in order of appearance."""
     df = validate_results(results)
     tags = df.loc[(df["task"] == task) & (df[INTERVENTION] != ""), INTERVENTION].unique()
-    return list(dict.fromkeys(parse_intervention(str(t))[1] for t in tags))
+    return list(dict.fromkeys(Intervention.parse(str(t)).label for t in tags))
 
 
 def _aggregate_all(results: pd.DataFrame) -> pd.DataFrame:
@@ -101,15 +90,16 @@ def _drops(
     rows = []
     erased = sel[(sel[INTERVENTION] != "") & sel["layer"].str.fullmatch(r"\d+[fb]?")]
     for tag, g in erased.groupby(INTERVENTION, sort=False):
-        where, label, method = parse_intervention(str(tag))
+        iv = Intervention.parse(str(tag))
+        where, label, method = iv.where, iv.label, iv.method
         if label != prop:
             continue
         for r in g.itertuples(index=False):
-            if where == "erase":
+            if iv.layer is None:
                 base: str | None = str(r.encoder)
             else:
-                base = _base_of(agg, str(r.encoder), int(where.split(":")[1]), bases)
-                if base is not None and int(str(r.layer).rstrip("fb")) < int(where.split(":")[1]):
+                base = _base_of(agg, str(r.encoder), iv.layer, bases)
+                if base is not None and int(str(r.layer).rstrip("fb")) < iv.layer:
                     continue  # below the intervened layer nothing changed
             if base is None or (base, r.layer) not in plain.index:
                 continue
@@ -144,13 +134,13 @@ def _draw_present(ax: Axes, rows: pd.DataFrame, prop: str, agg: pd.DataFrame, ba
     for (tag, enc), g in rows.groupby([INTERVENTION, "encoder"], sort=False):
         if not tag:
             continue
-        where, _, method = parse_intervention(str(tag))
-        if where == "erase":
-            lines.append((str(enc), method, g))
+        iv = Intervention.parse(str(tag))
+        if iv.layer is None:
+            lines.append((str(enc), iv.method, g))
         else:
-            base = _base_of(agg, str(enc), int(where.split(":")[1]), bases)
+            base = _base_of(agg, str(enc), iv.layer, bases)
             if base is not None:
-                lines.append((base, f"{method}, in biLM", g))
+                lines.append((base, f"{iv.method}, in biLM", g))
     shown = list(dict.fromkeys(base for base, _, _ in lines))
     plain = rows[(rows[INTERVENTION] == "") & rows["encoder"].isin(shown)]
     lines = [(str(enc), "", g) for enc, g in plain.groupby("encoder", sort=False)] + lines
@@ -218,7 +208,7 @@ def _draw_used(ax: Axes, drops: pd.DataFrame, task: str, metric: str, prop: str)
             for where, enc, lay in groups
         ],
     )
-    inside = sorted({where.split(":")[1] for where, _, _ in groups if where != "erase"})
+    inside = sorted({where.partition(":")[2] for where, _, _ in groups if where != "erase"})
     if inside:
         ax.set_xlabel(
             f"in biLM: {prop} erased from layer {', '.join(inside)} inside the model, the layers above recomputed"
@@ -232,14 +222,15 @@ def _draw_used(ax: Axes, drops: pd.DataFrame, task: str, metric: str, prop: str)
 
 def _draw_lm(ax: Axes, lm: pd.DataFrame, prop: str) -> None:
     rows = lm[(lm["measure"] == "perplexity") & (lm["intervention"] != "")]
-    rows = rows[[parse_intervention(str(t))[1] == prop for t in rows["intervention"]]]
+    rows = rows[[Intervention.parse(str(t)).label == prop for t in rows["intervention"]]]
     tags = list(dict.fromkeys(rows["intervention"]))
     directions = list(dict.fromkeys(rows["direction"]))
     width = 0.8 / max(1, len(tags))
     x = np.arange(len(directions))
     for j, tag in enumerate(tags):
         sub = rows[rows["intervention"] == tag].set_index("direction").loc[directions]
-        where, _, method = parse_intervention(str(tag))
+        iv = Intervention.parse(str(tag))
+        where, method = iv.where, iv.method
         v = sub["change"].to_numpy()
         ax.bar(
             x + (j - (len(tags) - 1) / 2) * width,
@@ -271,7 +262,7 @@ def present_vs_used(
 ) -> Figure:
     """One row of panels per property erased in ``task``'s rows: present (the property's own probe per
     layer), used (the drop in ``task``'s ``metric``, its headline, per layer: eraser vs random control)
-    and, with ``lm`` (an :func:`~probing.intervention.lm_effect` table), the LM's perplexity change.
+    and, with ``lm`` (an :func:`~probing.analysis.intervention.lm_effect` table), the LM's perplexity change.
     ``bases``: intervened encoder -> the encoder it was made from (else found, see the module docstring)."""
     agg = _aggregate_all(results)
     sel = agg[agg["task"] == task]
@@ -292,7 +283,8 @@ def present_vs_used(
         present = _present(agg, prop, dataset, split)
         drops = _drops(agg, task, dataset, split, metric, prop, bases)
         has_lm = lm is not None and any(
-            t and parse_intervention(str(t))[1] == prop for t in lm.loc[lm["measure"] == "perplexity", "intervention"]
+            t and Intervention.parse(str(t)).label == prop
+            for t in lm.loc[lm["measure"] == "perplexity", "intervention"]
         )
         panels.append((prop, present, drops, has_lm))
     n_cols = max(1 + (not p.empty) + h for _, p, _, h in panels)
@@ -320,7 +312,7 @@ def present_vs_used(
 
 
 def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str, metric: str) -> dict[str, Figure]:
-    """The built-in kinds' figures for erased rows: ``{"present_vs_used": ...}`` (on ``metric``, the task's
+    """The ``erase`` option's figures (:mod:`probing.tasks.erase`) for erased rows: ``{"present_vs_used": ...}`` (on ``metric``, the task's
     headline) when ``task`` has erased or intervened rows on (dataset, split), else nothing."""
     df = validate_results(results)
     mine = df[(df["task"] == task) & (df["dataset"] == dataset) & (df["split"] == split)]

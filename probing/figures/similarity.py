@@ -1,7 +1,7 @@
 """The layer-similarity heatmap (CKA, CCA, ... between every pair of layers; ``similarity.csv``).
 
 Input: ``encoder_a, layer_a, encoder_b, layer_b, measure, value, n_tokens``
-(:func:`probing.similarity.layer_similarity`). Draws on ``ax`` (a new figure when None) and returns the
+(:func:`probing.analysis.similarity.layer_similarity`). Draws on ``ax`` (a new figure when None) and returns the
 ``Figure``; nothing is written.
 """
 

@@ -3,6 +3,7 @@ the percent rule, listing helpers and :func:`save`, which writes a figure atomic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,19 @@ STYLE: Any = {  # rcParams (Any: matplotlib types each key as its own literal)
     "svg.hashsalt": "probing",
     "svg.fonttype": "path",
 }
+
+
+def slug(text: str) -> str:
+    """``text`` as part of a file stem: runs of anything but letters, digits, ``_`` and ``-`` become ``-``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
+
+
+def group_names(rows: pd.DataFrame) -> dict[tuple[str, str, str], str]:
+    """The figure-name suffix of each (task, dataset, split) group of ``rows``, in order of appearance: the
+    task, or ``<task>_<dataset>_<split>`` where the task has several groups (as file stems, :func:`slug`)."""
+    keys = [tuple(map(str, k)) for k in rows[["task", "dataset", "split"]].drop_duplicates().itertuples(index=False)]
+    count = {task: sum(k[0] == task for k in keys) for task, _, _ in keys}
+    return {k: slug(k[0] if count[k[0]] == 1 else "_".join(k)) for k in keys}  # type: ignore[misc]
 
 
 def pretty(name: str) -> str:

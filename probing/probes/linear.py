@@ -60,6 +60,7 @@ from probing.probes.design import (
 )
 from probing.probes.solver import (
     DEFAULT_CS,
+    INTERCEPT_SCALE,
     _check_C,
     _check_common,
     _check_Cs,
@@ -93,9 +94,10 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     C : inverse L2 strength, exactly as in ``sklearn.linear_model.LogisticRegression``.
     fit_intercept : learn an unpenalised per-class intercept.
     max_iter : L-BFGS iterations, or Adam epochs.
-    tol : L-BFGS stops when ``max |gradient| <= tol``, measured in the preconditioned coordinates
-        (where the Hessian is bounded by about the identity, so tol bounds the distance to the
-        optimum more uniformly than sklearn's raw-coordinate gradient does);
+    tol : L-BFGS stops when the objective has fallen by less than ``tol`` (relative) over its last 20
+        evaluations: at the default 1e-6 the objective ends within about 1e-6 (relative) of the optimum, at
+        most 1e-5, checked against scikit-learn at tol 1e-10 (``tests/test_probe_optimum.py``); a gradient
+        test would stop an ill-conditioned probe far earlier (:func:`~probing.probes.solver._run_lbfgs`);
         Adam stops when the dev log-loss has not improved by more than ``tol`` for
         ``n_iter_no_change`` epochs, and keeps the epoch with the lowest dev log-loss.
     solver : ``"lbfgs"`` (full batch, holds an fp32 copy of X up to ``max_design_bytes``) or ``"adam"`` (streams row blocks
@@ -139,8 +141,8 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         C: float = 1.0,
         *,
         fit_intercept: bool = True,
-        max_iter: int = 100,
-        tol: float = 1e-4,
+        max_iter: int = 1000,
+        tol: float = 1e-6,
         solver: str = "lbfgs",
         precondition: str = "whiten",
         batch_size: int = 512,
@@ -254,8 +256,8 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
             objective = _streamed_objective(design, target, binary, penalty, theta, b)
         else:
             objective = _linear_objective(design.x, target, binary, penalty, theta, b)
-        params = [theta, b] if self.fit_intercept else [theta]
-        n_iter, gmax = _run_lbfgs(objective, params, self.max_iter, self.tol)
+        params, scales = ([theta, b], [1.0, INTERCEPT_SCALE]) if self.fit_intercept else ([theta], [1.0])
+        n_iter, gmax = _run_lbfgs(objective, params, self.max_iter, self.tol, scales)
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
         self._set_solution(theta.detach().double().cpu().numpy(), b.detach().double().cpu().numpy(), design)
         self.n_iter_ = n_iter
@@ -416,8 +418,8 @@ class LinearProbeCV(LinearProbe):
     """``LinearProbe`` with its inverse L2 strength chosen on dev data from a grid (like scikit-learn's
     ``LogisticRegressionCV``, with one held-out set instead of folds).
 
-    Every C of ``Cs`` is fitted, from the strongest penalty to the weakest, and the fit with the best dev
-    accuracy is kept (ties to the smaller C, the simpler probe). With L-BFGS, X is copied and preconditioned
+    Every C of ``Cs`` is fitted (or, with ``patience``, those up to where dev accuracy stopped improving), from
+    the strongest penalty to the weakest, and the fit with the best dev accuracy is kept (ties to the smaller C, the simpler probe). With L-BFGS, X is copied and preconditioned
     once (only the per-direction whitening scale, which depends on C, is adjusted in place) and each fit is
     warm-started from the previous C's solution (:func:`~probing.probes.solver._warm_l2_path`); Adam fits
     each C from scratch (its early stopping needs the dev data anyway).
@@ -427,6 +429,9 @@ class LinearProbeCV(LinearProbe):
     Cs : the grid of inverse L2 strengths (any order; visited sorted).
     holdout : without ``X_dev``/``y_dev``, every ``holdout``-th row of X is the dev data and the probe is fit
         on the others.
+    patience : stop walking the grid once this many C values in a row have not beaten the best dev accuracy
+        (the weakest penalties are the slowest fits, and dev accuracy rarely climbs back after two falls);
+        None (default) fits every C, as scikit-learn's ``LogisticRegressionCV`` does.
     The other parameters are ``LinearProbe``'s.
 
     Attributes
@@ -456,9 +461,10 @@ class LinearProbeCV(LinearProbe):
         Cs: Sequence[float] = DEFAULT_CS,
         *,
         holdout: int = 10,
+        patience: int | None = None,
         fit_intercept: bool = True,
-        max_iter: int = 100,
-        tol: float = 1e-4,
+        max_iter: int = 1000,
+        tol: float = 1e-6,
         solver: str = "lbfgs",
         precondition: str = "whiten",
         batch_size: int = 512,
@@ -471,6 +477,7 @@ class LinearProbeCV(LinearProbe):
     ):
         self.Cs = Cs
         self.holdout = holdout
+        self.patience = patience
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
@@ -522,7 +529,7 @@ class LinearProbeCV(LinearProbe):
             (acc, C, kept), path = self._lbfgs_path(Cs, X, y_idx, X_dev, dev_idx)
         self.coef_, self.intercept_, self.n_iter_ = kept
         self.C_, self.dev_score_, self.l2_path_ = C, acc, path
-        self.Cs_ = np.array(Cs)
+        self.Cs_ = np.array([p["C"] for p in path])
         self.dev_scores_ = np.array([p["dev_accuracy"] for p in path])
         return self
 
@@ -548,18 +555,22 @@ class LinearProbeCV(LinearProbe):
             rescale=lambda init, factor: (init[0] * factor, init[1]),
             dev_accuracy=lambda: self._dev_accuracy(X_dev, dev_idx),
             snapshot=self._snapshot,
+            patience=self.patience,
         )
 
     def _adam_path(self, Cs: list[float], X, y_idx: np.ndarray, X_dev, y_dev, dev_idx: np.ndarray):
         """Each C fitted from scratch (same result as ``LinearProbe(C=C, solver="adam").fit``)."""
         best: tuple[float, float, tuple] | None = None
+        best_at = 0
         path = []
         for C in Cs:
             self._fit_adam(X, y_idx, C, X_dev, y_dev)
             acc = self._dev_accuracy(X_dev, dev_idx)
             path.append({"C": C, "dev_accuracy": acc, "n_iter": self.n_iter_})
             if best is None or acc > best[0]:
-                best = (acc, C, self._snapshot())
+                best, best_at = (acc, C, self._snapshot()), len(path)
+            elif self.patience is not None and len(path) - best_at >= self.patience:
+                break
         assert best is not None
         return best, path
 

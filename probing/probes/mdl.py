@@ -240,44 +240,13 @@ def online_codelength(
     """
     y_arr, g_arr = np.asarray(y), np.asarray(groups)
     n = len(y_arr)
-    if getattr(X, "ndim", None) != 2 or X.shape[0] != n or g_arr.shape != (n,):
-        raise InputError(
-            f"online_codelength: X must be (n, d) with y and groups of length n; got X {getattr(X, 'shape', None)}, "
-            f"y ({n},), groups {g_arr.shape}"
-        )
-    if n == 0:
-        raise InputError("online_codelength: no tokens")
-    fr = np.asarray(fractions, dtype=np.float64)
-    if fr.ndim != 1 or len(fr) < 2 or not (np.all(np.diff(fr) > 0) and fr[0] > 0 and fr[-1] == 1.0):
-        raise InputError(f"online_codelength: fractions must increase strictly from > 0 to 1.0, got {fractions!r}")
-    if not 0 <= smoothing < 1:
-        raise InputError(f"online_codelength: smoothing must be in [0, 1), got {smoothing!r}")
-    if (X_dev is None) != (y_dev is None):
-        raise InputError("online_codelength: pass both X_dev and y_dev, or neither")
+    fr = _check_code_inputs(X, n, g_arr, fractions, smoothing, X_dev, y_dev)
     classes, y_idx = np.unique(y_arr, return_inverse=True)
     K = len(classes) if n_classes is None else int(n_classes)
     if K < max(len(classes), 2):
         raise InputError(f"online_codelength: n_classes={n_classes} but y has {len(classes)} distinct labels")
-    dev_idx = None
-    if y_dev is not None:
-        lookup = {c: i for i, c in enumerate(classes.tolist())}
-        dev_idx = np.array([lookup.get(v, -1) for v in np.asarray(y_dev).tolist()], dtype=np.int64)
-        keep = dev_idx >= 0  # dev labels absent from training cannot be scored against the training classes
-        X_dev, dev_idx = (X_dev if keep.all() else np.asarray(X_dev)[keep]), dev_idx[keep]
-
-    sentence_ids, sentence_of = np.unique(g_arr, return_inverse=True)
-    n_sent = len(sentence_ids)
-    rng = np.random.default_rng(seed)
-    position = np.empty(n_sent, dtype=np.int64)
-    position[rng.permutation(n_sent)] = np.arange(n_sent)
-    bounds = (fr * n_sent).astype(np.int64)  # the reference's int(fraction * total_len)
-    bounds[-1] = n_sent
-    if bounds[0] < 1:
-        raise InputError(
-            f"online_codelength: the first block ({fr[0]:g} of {n_sent} sentences) is empty; "
-            f"need at least {math.ceil(1 / fr[0])} sentences or a larger first fraction"
-        )
-    block_of_sentence = np.searchsorted(bounds, position, side="right")
+    X_dev, dev_idx = _dev_labels(classes, X_dev, y_dev)
+    sentence_of, block_of_sentence, bounds = _sentence_blocks(g_arr, fr, seed)
     block_of_token = block_of_sentence[sentence_of]
 
     if isinstance(probe, str):
@@ -303,40 +272,12 @@ def online_codelength(
         train = np.flatnonzero(block_of_token < k)
         Xd, yd = X_dev, dev_idx
         if X_dev is None and uses_dev:
-            sent_before = np.flatnonzero(block_of_sentence < k)
-            n_dev = int(round(dev_fraction * len(sent_before)))
-            if n_dev >= 1 and n_dev < len(sent_before):
-                held = np.random.default_rng([seed, k]).choice(sent_before, size=n_dev, replace=False)
-                is_dev = np.isin(sentence_of[train], held)
-                Xd, yd = X[train[is_dev]], y_idx[train[is_dev]]
-                train = train[~is_dev]
-        if len(np.unique(y_idx[train])) < 2:  # a probe needs two classes: add-one estimate of the prior
-            p_train = (np.bincount(y_idx[train], minlength=K) + 1.0) / (len(train) + K)
-            p = np.broadcast_to(p_train, (len(coded), K))
-            chosen_C.append(None)
-        else:
-            candidates = list(Cs) if (Cs and probe == "linear" and Xd is not None) else [C]
-            best = None
-            for c in candidates:
-                est = _fit(
-                    _make_probe(probe, c, hidden_layers, width, max_iter, seed + k), X[train], y_idx[train], Xd, yd
-                )
-                score = _dev_xent(est, Xd, yd, K, smoothing) if len(candidates) > 1 else 0.0
-                if best is None or score < best[0]:
-                    best = (score, c, est)
-            assert best is not None
-            chosen_C.append(best[1] if probe == "linear" else None)
-            p = _full_proba(best[2], X[coded], K)
-        p = (1 - smoothing) * p + smoothing / K
-        p_true = p[np.arange(len(coded)), y_idx[coded]]
-        if np.any(p_true <= 0):
-            raise InputError(
-                f"online_codelength: block {k} has a label the probe gives probability 0 "
-                "(a class unseen in the earlier blocks); use smoothing > 0"
-            )
-        nats[k] = float(-np.sum(np.log(p_true)))
+            train, Xd, yd = _held_out_dev(X, y_idx, train, block_of_sentence < k, sentence_of, dev_fraction, [seed, k])
+        settings = (probe, C, Cs, hidden_layers, width, max_iter, seed + k, smoothing)
+        p, c = _block_proba(X, y_idx, train, coded, Xd, yd, K, settings)
+        chosen_C.append(c)
+        nats[k], acc[k] = _block_code(p, y_idx[coded], K, smoothing, k)
         bits[k] = nats[k] / _LN2
-        acc[k] = float(np.mean(p.argmax(1) == y_idx[coded]))
 
     total = bits[0] + (nats[1:].sum() if reference_units else bits[1:].sum())
     return OnlineCode(
@@ -353,6 +294,97 @@ def online_codelength(
         reference_units=reference_units,
         params={"seed": seed, "probe": probe if isinstance(probe, str) else type(probe).__name__, "C": chosen_C},
     )
+
+
+def _dev_labels(classes: np.ndarray, X_dev, y_dev) -> tuple[Any, np.ndarray | None]:
+    """The dev features and labels as indices into the training ``classes``, without the dev items whose label
+    training lacks (they cannot be scored against the training classes); (X_dev, None) without dev data."""
+    if y_dev is None:
+        return X_dev, None
+    lookup = {c: i for i, c in enumerate(classes.tolist())}
+    dev_idx = np.array([lookup.get(v, -1) for v in np.asarray(y_dev).tolist()], dtype=np.int64)
+    keep = dev_idx >= 0
+    return (X_dev if keep.all() else np.asarray(X_dev)[keep]), dev_idx[keep]
+
+
+def _held_out_dev(X, y_idx, train, sent, sentence_of, dev_fraction: float, seed: list[int]):
+    """A seeded ``dev_fraction`` of the sentences already sent (``sent``: a mask over sentences) held out of
+    the ``train`` items: (train items left, dev features, dev labels); unchanged when it would be none or all."""
+    sent_before = np.flatnonzero(sent)
+    n_dev = int(round(dev_fraction * len(sent_before)))
+    if not 1 <= n_dev < len(sent_before):
+        return train, None, None
+    held = np.random.default_rng(seed).choice(sent_before, size=n_dev, replace=False)
+    is_dev = np.isin(sentence_of[train], held)
+    return train[~is_dev], X[train[is_dev]], y_idx[train[is_dev]]
+
+
+def _block_code(p: np.ndarray, y_true: np.ndarray, K: int, smoothing: float, k: int) -> tuple[float, float]:
+    """Block ``k``'s codelength in nats and accuracy from the probe's probabilities ``p`` (m, K), smoothed."""
+    p = (1 - smoothing) * p + smoothing / K
+    p_true = p[np.arange(len(y_true)), y_true]
+    if np.any(p_true <= 0):
+        raise InputError(
+            f"online_codelength: block {k} has a label the probe gives probability 0 "
+            "(a class unseen in the earlier blocks); use smoothing > 0"
+        )
+    return float(-np.sum(np.log(p_true))), float(np.mean(p.argmax(1) == y_true))
+
+
+def _check_code_inputs(X: Any, n: int, g_arr: np.ndarray, fractions, smoothing: float, X_dev, y_dev) -> np.ndarray:
+    """:func:`online_codelength`'s argument checks; returns the block fractions as an array (k,)."""
+    if getattr(X, "ndim", None) != 2 or X.shape[0] != n or g_arr.shape != (n,):
+        raise InputError(
+            f"online_codelength: X must be (n, d) with y and groups of length n; got X {getattr(X, 'shape', None)}, "
+            f"y ({n},), groups {g_arr.shape}"
+        )
+    if n == 0:
+        raise InputError("online_codelength: no tokens")
+    fr = np.asarray(fractions, dtype=np.float64)
+    if fr.ndim != 1 or len(fr) < 2 or not (np.all(np.diff(fr) > 0) and fr[0] > 0 and fr[-1] == 1.0):
+        raise InputError(f"online_codelength: fractions must increase strictly from > 0 to 1.0, got {fractions!r}")
+    if not 0 <= smoothing < 1:
+        raise InputError(f"online_codelength: smoothing must be in [0, 1), got {smoothing!r}")
+    if (X_dev is None) != (y_dev is None):
+        raise InputError("online_codelength: pass both X_dev and y_dev, or neither")
+    return fr
+
+
+def _sentence_blocks(g_arr: np.ndarray, fr: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sentences in one seeded order cut at the block fractions ``fr`` (k,): each token's sentence index
+    (n,), each sentence's block (n_sent,) and the blocks' cumulative sentence bounds (k,)."""
+    sentence_ids, sentence_of = np.unique(g_arr, return_inverse=True)
+    n_sent = len(sentence_ids)
+    rng = np.random.default_rng(seed)
+    position = np.empty(n_sent, dtype=np.int64)
+    position[rng.permutation(n_sent)] = np.arange(n_sent)
+    bounds = (fr * n_sent).astype(np.int64)  # the reference's int(fraction * total_len)
+    bounds[-1] = n_sent
+    if bounds[0] < 1:
+        raise InputError(
+            f"online_codelength: the first block ({fr[0]:g} of {n_sent} sentences) is empty; "
+            f"need at least {math.ceil(1 / fr[0])} sentences or a larger first fraction"
+        )
+    return sentence_of, np.searchsorted(bounds, position, side="right"), bounds
+
+
+def _block_proba(X, y_idx, train, coded, Xd, yd, K: int, settings: tuple) -> tuple[np.ndarray, float | None]:
+    """One block's class probabilities (m, K) from the probe trained on the ``train`` items (the C in ``Cs``
+    with the lowest dev cross-entropy for a linear probe with dev data), and the C chosen (None for another
+    probe or none fitted: fewer than two classes give the add-one prior)."""
+    probe, C, Cs, hidden_layers, width, max_iter, seed, smoothing = settings
+    if len(np.unique(y_idx[train])) < 2:  # a probe needs two classes: add-one estimate of the prior
+        p_train = (np.bincount(y_idx[train], minlength=K) + 1.0) / (len(train) + K)
+        return np.broadcast_to(p_train, (len(coded), K)), None
+    candidates = list(Cs) if (Cs and probe == "linear" and Xd is not None) else [C]
+    best = None
+    for c in candidates:
+        est = _fit(_make_probe(probe, c, hidden_layers, width, max_iter, seed), X[train], y_idx[train], Xd, yd)
+        score = _dev_xent(est, Xd, yd, K, smoothing) if len(candidates) > 1 else 0.0
+        if best is None or score < best[0]:
+            best = (score, c, est)
+    assert best is not None
+    return _full_proba(best[2], X[coded], K), best[1] if probe == "linear" else None
 
 
 def control_codelength(

@@ -15,6 +15,7 @@ from probing.errors import InputError
 from probing.probes.design import CHUNK_ROWS, _check_finite_chunk, _Design, _whitened_layers
 from probing.probes.solver import (
     DEFAULT_CS,
+    INTERCEPT_SCALE,
     _check_C,
     _check_common,
     _check_Cs,
@@ -98,8 +99,8 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         *,
         n_layers: int | None = None,
         mix_l2: float = 0.0,
-        max_iter: int = 300,
-        tol: float = 1e-4,
+        max_iter: int = 1000,
+        tol: float = 1e-6,
         chunk_rows: int = CHUNK_ROWS,
         device: str | None = None,
     ):
@@ -182,7 +183,7 @@ class ScalarMixProbe(ClassifierMixin, BaseEstimator):
         target = (torch.from_numpy(y_idx).double() if binary else torch.from_numpy(y_idx)).to(dev)
         penalty = lam * torch.from_numpy(1.0 / design.scale).to(dev) ** 2
         objective = _mix_objective(design.x, target, binary, penalty, self.mix_l2, s, theta, b)
-        n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol)
+        n_iter, gmax = _run_lbfgs(objective, [s, theta, b], self.max_iter, self.tol, [1.0, 1.0, INTERCEPT_SCALE])
         _warn_not_converged(type(self).__name__, n_iter, self.max_iter, gmax, self.tol)
         a = torch.softmax(s, 0).cpu().numpy()
         coef = design.raw_coef(theta.cpu().numpy())
@@ -281,6 +282,7 @@ class ScalarMixProbeCV(ScalarMixProbe):
     Cs : the grid of inverse L2 strengths (any order; visited sorted).
     holdout : without ``X_dev``/``y_dev``, every ``holdout``-th sample is the dev data and the probe is fit
         on the others.
+    patience : as ``LinearProbeCV``'s (None: every C).
     The other parameters are ``ScalarMixProbe``'s; X and ``X_dev`` take its forms.
 
     Attributes
@@ -294,15 +296,17 @@ class ScalarMixProbeCV(ScalarMixProbe):
         Cs: Sequence[float] = DEFAULT_CS,
         *,
         holdout: int = 10,
+        patience: int | None = None,
         n_layers: int | None = None,
         mix_l2: float = 0.0,
-        max_iter: int = 300,
-        tol: float = 1e-4,
+        max_iter: int = 1000,
+        tol: float = 1e-6,
         chunk_rows: int = CHUNK_ROWS,
         device: str | None = None,
     ):
         self.Cs = Cs
         self.holdout = holdout
+        self.patience = patience
         self.n_layers = n_layers
         self.mix_l2 = mix_l2
         self.max_iter = max_iter
@@ -353,11 +357,12 @@ class ScalarMixProbeCV(ScalarMixProbe):
             rescale=lambda init, factor: (init[0], init[1] * factor, init[2]),
             dev_accuracy=lambda: float(np.mean(self._predict_index(X_dev) == dev_idx)),
             snapshot=lambda: {a: getattr(self, a) for a in self._FITTED},
+            patience=self.patience,
         )
         for a, v in attrs.items():
             setattr(self, a, v)
         self.C_, self.dev_score_, self.l2_path_ = C, acc, path
-        self.Cs_ = np.array(Cs)
+        self.Cs_ = np.array([p["C"] for p in path])
         self.dev_scores_ = np.array([p["dev_accuracy"] for p in path])
         return self
 
@@ -397,7 +402,7 @@ def bootstrap_mix_weights(
         raise InputError(f"bootstrap_mix_weights: n_refits must be a positive integer, got {n_refits!r}")
     C = float(probe.C_ if isinstance(probe, ScalarMixProbeCV) else probe.C)
     path = sorted({float(p["C"]) for p in getattr(probe, "l2_path_", []) if p["C"] <= C} | {C})
-    params = {k: v for k, v in probe.get_params().items() if k not in ("C", "Cs", "holdout")}
+    params = {k: v for k, v in probe.get_params().items() if k not in ("C", "Cs", "holdout", "patience")}
     refit = ScalarMixProbe(C=C, **params)
     _, y_idx, design = refit._prepare(X, y, path[0])
     groups = column_or_1d(np.asarray(groups))

@@ -52,7 +52,7 @@ MDL = (
 COVERAGE = Metric("coverage", "pairs with every differing word in the LM's vocabulary (%)", True, _FRACTION)
 ACCURACY_COVERED = Metric("accuracy_covered", "accuracy on covered pairs (%)", True, _FRACTION)
 
-TAGGING_METRICS = (ACCURACY, CONTROL_ACCURACY, SELECTIVITY, BEST_LAYER_MARGIN, OOV_RATE, *OOV_SPLIT, *MDL)
+TAGGING_METRICS = (ACCURACY, CONTROL_ACCURACY, SELECTIVITY, BEST_LAYER_MARGIN, OOV_RATE, *OOV_SPLIT)
 WSD_METRICS = (F1, BEST_LAYER_MARGIN)
 DISTANCE_METRICS = (UUAS, DSPR, CONTROL_UUAS, CONTROL_DSPR, SELECTIVITY)
 DEPTH_METRICS = (ROOT_ACC, NSPR, CONTROL_ROOT_ACC, CONTROL_NSPR, SELECTIVITY)
@@ -60,5 +60,5 @@ MINIMAL_PAIRS_METRICS = (ACCURACY, COVERAGE, ACCURACY_COVERED)
 
 # registry order: where a results table without provenance has several kinds' headlines for one task, the
 # first in this order wins (F1 before accuracy: a WSD task's rows may include accuracy)
-for _metric in (F1, *TAGGING_METRICS, *DISTANCE_METRICS, *DEPTH_METRICS, *MINIMAL_PAIRS_METRICS):
+for _metric in (F1, *TAGGING_METRICS, *MDL, *DISTANCE_METRICS, *DEPTH_METRICS, *MINIMAL_PAIRS_METRICS):
     register_metric(_metric)

@@ -31,13 +31,14 @@ RESULT_COLUMNS = [
 STRING_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "metric"]
 FLOAT_COLUMNS = ["value", "ci_low", "ci_high"]
 INTERVENTION = "intervention"
-"""What was done to the representation before probing (issue 30): ``""`` for nothing, ``"erase:upos:leace"``
-(the label erased from the stored layers), ``"erase:upos:random"`` (the same-rank random control),
-``"intervene:1:upos:leace"`` (erased inside the biLM). Tables and files without the column read as ``""``."""
+"""What was done to the representation before probing (issue 30): ``""`` for nothing, else an
+:class:`Intervention` as text: ``"erase:upos:leace"`` (the label erased from the stored layers),
+``"erase:upos:random"`` (the same-rank random control), ``"intervene:1:upos:leace"`` (erased inside the biLM).
+Tables and files without the column read as ``""``."""
 KEY_COLUMNS = [*STRING_COLUMNS, INTERVENTION]  # a row is identified by these and its seed
 MIX_COLUMNS = ["task", "dataset", "encoder", "layer", "weight", "seed", "refit"]  # refit 0: all training data
 PER_TAG_COLUMNS = ["task", "dataset", "split", "encoder", "layer", "tag", "n", "accuracy", "seed"]
-# probing.similarity.layer_similarity: every layer pair of the [similarity] encoders
+# probing.analysis.similarity.layer_similarity: every layer pair of the [similarity] encoders
 SIMILARITY_COLUMNS = ["encoder_a", "layer_a", "encoder_b", "layer_b", "measure", "value", "n_tokens"]
 # one row per layer, training size, test part and sentence-order seed (probing.tasks.curves)
 LEARNING_CURVE_COLUMNS = [
@@ -75,6 +76,60 @@ DATA_EFFICIENCY_COLUMNS = [
     "seed",
 ]
 
+
+@dataclass(frozen=True)
+class SideTable:
+    """A table written beside ``results.csv`` as ``<name>.csv``: its ``columns``, those read back as ``text``,
+    and whether the file is written when it has no rows (``always``; else an empty table's file is removed)."""
+
+    name: str
+    columns: tuple[str, ...]
+    text: tuple[str, ...] = ()
+    always: bool = False
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.csv"
+
+
+SIDE_TABLES: dict[str, SideTable] = {}
+
+
+def register_side_table(table: SideTable) -> SideTable:
+    """Add ``table`` to the side tables a run writes and a report reads (a second registration must be
+    identical). Task kinds and options register theirs when they are registered
+    (:func:`probing.tasks.register_task_option`)."""
+    old = SIDE_TABLES.get(table.name)
+    if old is not None and old != table:
+        raise InputError(f"side table {table.name!r} is already registered differently: {old}")
+    if table.name in ("results", "report"):
+        raise InputError(f"side table name {table.name!r} is taken by the run's own files")
+    SIDE_TABLES[table.name] = table
+    return table
+
+
+MIX_WEIGHTS_TABLE = register_side_table(
+    SideTable("mix_weights", tuple(MIX_COLUMNS), ("task", "dataset", "encoder", "layer"), always=True)
+)
+PER_TAG_TABLE = register_side_table(
+    SideTable("per_tag", tuple(PER_TAG_COLUMNS), ("task", "dataset", "split", "encoder", "layer", "tag"), always=True)
+)
+SIMILARITY_TABLE = register_side_table(
+    SideTable("similarity", tuple(SIMILARITY_COLUMNS), ("encoder_a", "layer_a", "encoder_b", "layer_b", "measure"))
+)
+LEARNING_CURVE_TABLE = register_side_table(
+    SideTable(
+        "learning_curve", tuple(LEARNING_CURVE_COLUMNS), ("task", "dataset", "split", "encoder", "layer", "metric")
+    )
+)
+DATA_EFFICIENCY_TABLE = register_side_table(
+    SideTable(
+        "data_efficiency",
+        tuple(DATA_EFFICIENCY_COLUMNS),
+        tuple(c for c in DATA_EFFICIENCY_COLUMNS if c not in ("at_fraction", "ratio", "epsilon", "value", "seed")),
+    )
+)
+
 CSV_NAME = "results.csv"
 JSON_NAME = "results.json"
 MIX_NAME = "mix_weights.csv"
@@ -86,6 +141,47 @@ DATA_EFFICIENCY_NAME = "data_efficiency.csv"
 BASELINE_ENCODER = "baseline"
 MIX_LAYER = "mix"
 CONCAT_LAYER = "concat"
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """What a job did to the representation it probed, the one form of the ``intervention`` column's values:
+    ``"erase:<label>:<method>"`` (``layer`` None: ``label`` erased from every stored layer) or
+    ``"intervene:<layer>:<label>:<method>"`` (erased inside the biLM at ``layer``). ``str`` writes it,
+    :meth:`parse` reads it back (a label may hold colons, e.g. ``feats:Number``).
+
+    >>> str(Intervention("upos", "leace")), str(Intervention("upos", "random", layer=1))
+    ('erase:upos:leace', 'intervene:1:upos:random')
+    >>> Intervention.parse("intervene:1:feats:Number:inlp")
+    Intervention(label='feats:Number', method='inlp', layer=1)
+    """
+
+    label: str
+    method: str
+    layer: int | None = None
+
+    @property
+    def where(self) -> str:
+        """``"erase"`` (on the stored layers) or ``"intervene:<layer>"`` (inside the biLM)."""
+        return "erase" if self.layer is None else f"intervene:{self.layer}"
+
+    def __str__(self) -> str:
+        return f"{self.where}:{self.label}:{self.method}"
+
+    @classmethod
+    def parse(cls, text: str) -> Intervention:
+        """The intervention written as ``text``; InputError for anything else (the unedited ``""`` included)."""
+        head, _, rest = text.partition(":")
+        layer: int | None = None
+        if head == "intervene":
+            number, _, rest = rest.partition(":")
+            layer = int(number) if number.isdigit() else -1
+        label, _, method = rest.rpartition(":")
+        if head not in ("erase", "intervene") or layer == -1 or not label or not method:
+            raise InputError(
+                f"intervention {text!r}: expected 'erase:<label>:<method>' or 'intervene:<layer>:<label>:<method>'"
+            )
+        return cls(label, method, layer)
 
 
 @dataclass(frozen=True)

@@ -26,15 +26,11 @@ from probing._io import atomic_open
 from probing.errors import ProbingError
 from probing.results.schema import (
     CSV_NAME,
-    DATA_EFFICIENCY_COLUMNS,
     FLOAT_COLUMNS,
     INTERVENTION,
     JSON_NAME,
-    LEARNING_CURVE_COLUMNS,
-    MIX_COLUMNS,
-    PER_TAG_COLUMNS,
     RESULT_COLUMNS,
-    SIMILARITY_COLUMNS,
+    SIDE_TABLES,
     STRING_COLUMNS,
     metric,
 )
@@ -201,29 +197,11 @@ def read_results(out_dir: str | os.PathLike) -> pd.DataFrame:
     return validate_results(df, source=str(path))
 
 
-_SIDE_TABLES = {
-    "mix_weights": MIX_COLUMNS,
-    "per_tag": PER_TAG_COLUMNS,
-    "similarity": SIMILARITY_COLUMNS,
-    "learning_curve": LEARNING_CURVE_COLUMNS,
-    "data_efficiency": DATA_EFFICIENCY_COLUMNS,
-}
-_SIDE_TEXT = {
-    "mix_weights": ("task", "dataset", "encoder", "layer"),
-    "per_tag": ("task", "dataset", "split", "encoder", "layer", "tag"),
-    "similarity": ("encoder_a", "layer_a", "encoder_b", "layer_b", "measure"),
-    "learning_curve": ("task", "dataset", "split", "encoder", "layer", "metric"),
-    "data_efficiency": tuple(
-        c for c in DATA_EFFICIENCY_COLUMNS if c not in ("at_fraction", "ratio", "epsilon", "value", "seed")
-    ),
-}
-
-
 def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) -> Path:
-    """Write side table ``name`` (``"mix_weights"``, ``"per_tag"``, ``"similarity"``, ``"learning_curve"`` or
-    ``"data_efficiency"``) as ``<name>.csv`` in
-    ``out_dir`` (atomically)."""
-    columns = _SIDE_TABLES[name]
+    """Write the registered side table ``name`` (:data:`~probing.results.schema.SIDE_TABLES`: ``"mix_weights"``,
+    ``"per_tag"``, ``"similarity"``, ``"learning_curve"``, ``"data_efficiency"`` and those of the task options)
+    as ``<name>.csv`` in ``out_dir`` (atomically)."""
+    columns = list(SIDE_TABLES[name].columns)
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ResultsFormatError(f"{name} table: missing column {missing[0]!r} (expected columns {columns})")
@@ -235,11 +213,12 @@ def write_side_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str) ->
 
 def read_side_table(out_dir: str | os.PathLike, name: str) -> pd.DataFrame | None:
     """Side table ``name`` of a run folder (text columns kept as text), or None when the file is absent."""
-    columns = _SIDE_TABLES[name]
-    path = Path(out_dir) / f"{name}.csv"
+    table = SIDE_TABLES[name]
+    columns = list(table.columns)
+    path = Path(out_dir) / table.file
     if not path.is_file():
         return None
-    df = pd.read_csv(path, dtype={c: str for c in _SIDE_TEXT[name]}, keep_default_na=False)
+    df = pd.read_csv(path, dtype={c: str for c in table.text}, keep_default_na=False)
     if name == "mix_weights" and "refit" not in df.columns:
         df["refit"] = 0  # written before bootstrap refits existed: every row is a fit on all training data
     missing = [c for c in columns if c not in df.columns]

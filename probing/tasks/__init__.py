@@ -14,14 +14,18 @@ if TYPE_CHECKING:
     from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
     from probing.tasks.common import Job, Part, ProbeSettings, TaskError, TaskKind, TaskOutput
     from probing.tasks.labels import LABEL_COLUMNS, column_labels, supersense_labels
+    from probing.tasks.options import TaskOption
     from probing.tasks.registry import (
         TASK_KINDS,
+        TASK_OPTIONS,
         headline_metric,
         headline_metrics,
         overview_panels,
         register_task_kind,
+        register_task_option,
         task_kind,
         task_kinds,
+        task_option,
     )
     from probing.tasks.structural import STRUCTURAL_BASELINES, structural_baselines, structural_probes
     from probing.tasks.tagging import tagging_probes
@@ -36,14 +40,18 @@ _HOMES = {
             "headline_metrics",
             "overview_panels",
             "register_task_kind",
+            "register_task_option",
             "task_kind",
             "task_kinds",
+            "task_option",
         ],
         "registry",
     ),
     **dict.fromkeys(["STRUCTURAL_BASELINES", "structural_baselines", "structural_probes"], "structural"),
     **dict.fromkeys(["LABEL_COLUMNS", "column_labels", "supersense_labels"], "labels"),
     **dict.fromkeys(["TAGGING_BASELINES", "tagging_baselines"], "baselines"),
+    **dict.fromkeys(["TASK_OPTIONS", "register_task_option", "task_option"], "registry"),
+    "TaskOption": "options",
     "tagging_probes": "tagging",
     **dict.fromkeys(["WSD_BASELINES", "wsd_1nn", "wsd_baselines"], "wsd"),
 }
@@ -61,18 +69,21 @@ __all__ = [
     "STRUCTURAL_BASELINES",
     "TAGGING_BASELINES",
     "TASK_KINDS",
+    "TASK_OPTIONS",
     "WSD_BASELINES",
     "Job",
     "Part",
     "ProbeSettings",
     "TaskError",
     "TaskKind",
+    "TaskOption",
     "TaskOutput",
     "column_labels",
     "headline_metric",
     "headline_metrics",
     "overview_panels",
     "register_task_kind",
+    "register_task_option",
     "structural_baselines",
     "structural_probes",
     "supersense_labels",
@@ -80,6 +91,7 @@ __all__ = [
     "tagging_probes",
     "task_kind",
     "task_kinds",
+    "task_option",
     "wsd_1nn",
     "wsd_baselines",
 ]

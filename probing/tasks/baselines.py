@@ -5,7 +5,6 @@ type, fit on the probes' training items; rows with encoder ``baseline``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from probing.tasks.common import (
     fraction_row,
     per_tag_rows,
 )
-from probing.tasks.curves import CurveScores, curve_rows
+from probing.tasks.curves import CurveOptions, CurveScores, curve_rows
 from probing.tasks.labels import Items, LabelFn, VocabFn, items, split_rows, train_dev, vocabulary_splits
 
 TAGGING_BASELINES = ("majority", "most-frequent-tag")
@@ -45,7 +44,7 @@ def tagging_baselines(
     *,
     which: Sequence[str] = TAGGING_BASELINES,
     vocabularies: Mapping[str, VocabFn] | None = None,
-    curve: dict[str, Any] | None = None,
+    curve: CurveOptions | None = None,
 ) -> TaskOutput:
     """Majority class and most frequent tag per word type (unknown words: the majority class), fit on the
     same training items as the probes; rows with encoder ``baseline`` (and :func:`split_rows` with
@@ -66,7 +65,7 @@ def tagging_baselines(
             out.rows.append(
                 fraction_row(task, part, BASELINE_ENCODER, layer, "accuracy", correct, it.groups, seed, settings.n_boot)
             )
-            out.per_tag += per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed)
+            out.table("per_tag").extend(per_tag_rows(task, part, BASELINE_ENCODER, layer, it.y, correct, seed))
             if vocabularies is not None:
                 splits = vocabulary_splits(it.words.tolist(), vocabularies)
                 out.rows += split_rows(
@@ -74,7 +73,9 @@ def tagging_baselines(
                 )
         if curve is not None:
             scores = _baseline_curve(models[layer], tr, [(p, items(p, labels, task)) for p in tests])
-            out.learning_curve += curve_rows(
-                task, BASELINE_ENCODER, layer, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot
+            out.table("learning_curve").extend(
+                curve_rows(
+                    task, BASELINE_ENCODER, layer, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot
+                )
             )
     return out

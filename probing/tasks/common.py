@@ -36,8 +36,9 @@ class TaskError(ProbingError, ValueError):
 class ProbeSettings:
     """Probe hyperparameters and statistics shared by all tasks.
 
-    ``Cs``: inverse L2 strengths tried (chosen on dev accuracy); ``max_iter``/``tol``: the linear probe's
-    solver limits; ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
+    ``Cs``: inverse L2 strengths tried (chosen on dev accuracy), from the strongest penalty until ``patience``
+    values in a row have not beaten the best dev accuracy (None: every C); ``max_iter``/``tol``: the linear
+    probe's solver limits (:class:`~probing.probes.linear.LinearProbe`); ``mix_max_iter``: the scalar-mix probe's. ``solver="lbfgs"`` is deterministic, so a
     probe is fit once (its rows carry ``seeds[0]``); ``"adam"`` is fit once per seed. Control tasks are
     drawn once per seed. ``n_boot`` bootstrap replicates over sentences give the 95 % CIs.
     ``control``, ``mix`` and ``concat`` switch those probes on or off; ``mix`` and ``concat`` may also name
@@ -47,9 +48,10 @@ class ProbeSettings:
     """
 
     Cs: tuple[float, ...] = DEFAULT_CS
-    max_iter: int = 100
-    mix_max_iter: int = 300
-    tol: float = 1e-4
+    max_iter: int = 1000
+    mix_max_iter: int = 1000
+    tol: float = 1e-6
+    patience: int | None = 2
     solver: str = "lbfgs"
     seeds: tuple[int, ...] = (0, 1, 2)
     n_boot: int = 1000
@@ -68,6 +70,8 @@ class ProbeSettings:
         for name in ("max_iter", "mix_max_iter", "n_boot"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.patience is not None and self.patience < 1:
+            raise InputError(f"patience must be None or a positive integer, got {self.patience}")
         if self.mix_refits < 0:
             raise InputError(f"mix_refits must be 0 or a positive integer, got {self.mix_refits}")
 
@@ -91,6 +95,7 @@ class ProbeSettings:
             "max_iter": self.max_iter,
             "mix_max_iter": self.mix_max_iter,
             "tol": self.tol,
+            "patience": self.patience,
             "solver": self.solver,
             "seeds": list(self.seeds),
             "n_boot": self.n_boot,
@@ -112,23 +117,23 @@ class Part:
 
 @dataclass
 class TaskOutput:
-    """Rows for the results table, the scalar-mix weights, per-tag and learning-curve tables, the
-    data-efficiency rows a kind computes itself (SDL and eSC from MDL blocks), and notes on each probe."""
+    """Rows for the results table, notes on each probe, and the rows of side tables by name (each registered
+    with its columns in :data:`probing.results.schema.SIDE_TABLES`: the scalar-mix weights, per-tag accuracies,
+    learning curves and data-efficiency rows of the built-in kinds and options, and the task options' own)."""
 
     rows: list[dict] = field(default_factory=list)
-    mix_weights: list[dict] = field(default_factory=list)
-    per_tag: list[dict] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)
-    learning_curve: list[dict] = field(default_factory=list)
-    data_efficiency: list[dict] = field(default_factory=list)
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+
+    def table(self, name: str) -> list[dict]:
+        """The rows of side table ``name``, to extend (an empty list the first time)."""
+        return self.tables.setdefault(name, [])
 
     def extend(self, other: TaskOutput) -> TaskOutput:
         self.rows += other.rows
-        self.mix_weights += other.mix_weights
-        self.per_tag += other.per_tag
         self.probes += other.probes
-        self.learning_curve += other.learning_curve
-        self.data_efficiency += other.data_efficiency
+        for name, rows in other.tables.items():
+            self.table(name).extend(rows)
         return self
 
 
@@ -183,15 +188,6 @@ Work = Callable[[ProbeSettings, Sequence[str], Mapping[str, Any]], Mapping[str, 
 FigureHook = Callable[[pd.DataFrame, str, str, str], Mapping[str, "Figure"]]
 
 
-def erasure_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> Mapping[str, Figure]:
-    """Every built-in kind's figure hook: the present-vs-used figure on the task's headline when the task has
-    erased or intervened rows (:func:`probing.figures.erasure.erasure_figures`; imported on use, as matplotlib is)."""
-    from probing.figures.erasure import erasure_figures as draw
-    from probing.tasks.registry import headline_metrics
-
-    return draw(results, task, dataset, split, headline_metrics(results[results["task"] == task])[task])
-
-
 @dataclass(frozen=True)
 class TaskKind:
     """A kind of task (``kind = "..."`` in an experiment's ``[[tasks]]`` table): everything kind-specific.
@@ -214,8 +210,10 @@ class TaskKind:
     resolves the inventory (whose fingerprint then keys cached jobs); ``allows_dev`` is false for kinds with
     no hyperparameter to choose. ``work(settings, layer_names, options) -> {step: units}`` states a job's
     units of work (fits of one layer's probe) per :attr:`Job.step` before it runs: the run's progress and
-    ETA count them; without it a job is one unit. A kind without exactly one headline among its metrics is
-    refused when it is made.
+    ETA count them; without it a job is one unit. ``task_options`` names the registered
+    :class:`~probing.tasks.options.TaskOption` s the kind offers (their keys are read from its tables, their
+    values are ``job.options[name]``). A kind without exactly one headline among its metrics is refused when it
+    is made.
     """
 
     name: str
@@ -233,6 +231,7 @@ class TaskKind:
     layer_figures: bool = True
     model_identity: Callable[[str, Any, Mapping[str, Any]], Any] | None = None
     work: Work | None = None
+    task_options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]

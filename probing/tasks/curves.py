@@ -6,24 +6,41 @@ With ``learning_curve = [0.01, 0.1, 1.0]`` in a ``[[tasks]]`` table (kinds ``tag
 first ``learning_curve_seeds`` of the experiment's seeds, 1 by default): the prefixes are nested, so a
 larger size only adds sentences. A size is scored like the full task (its headline metric on every test
 part, with a cluster-bootstrap CI over test sentences); the probe's C is chosen on dev at each size, since
-the best C moves with n. Rows go to the ``learning_curve`` side table (:data:`LEARNING_CURVE_COLUMNS`).
+the best C moves with n. Rows go to the ``learning_curve`` side table
+(:data:`~probing.results.schema.LEARNING_CURVE_COLUMNS`). The option is :data:`LEARNING_CURVE`, which a kind
+offers by naming ``"learning_curve"`` among its ``task_options`` and calling :func:`curve_rows` per layer in
+its ``run`` when ``job.options["learning_curve"]`` is set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probing.tasks.common import Part, TaskError, fraction_row
+from probing.results.schema import DATA_EFFICIENCY_COLUMNS, DATA_EFFICIENCY_TABLE, LEARNING_CURVE_TABLE
+from probing.tasks.common import Part, ProbeSettings, TaskError, fraction_row
+from probing.tasks.options import TaskOption
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
     from probing._toml import Table
 
 CurveScores = Callable[[np.ndarray], list[tuple[Part, np.ndarray, np.ndarray]]]
 """Training item indices (m,) -> for each test part: (part, per-item scores (k,), sentence ids (k,))."""
+
+
+@dataclass(frozen=True)
+class CurveOptions:
+    """The ``learning_curve`` option's value: the fractions of the training sentences (ascending) and how
+    many of the experiment's seeds each order the sentences (both always in the job key)."""
+
+    fractions: tuple[float, ...]
+    seeds: int
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,7 @@ def curve_rows(
     encoder: str,
     layer: str,
     groups: np.ndarray,
-    options: dict[str, Any],
+    options: CurveOptions,
     seeds: Sequence[int],
     scores: CurveScores,
     metric: str,
@@ -90,10 +107,10 @@ def curve_rows(
     task, encoder, layer, metric : the rows' identity.
     groups : ndarray (m,)
         The sentence id of each training item.
-    options : dict
-        The task's ``learning_curve`` options: ``fractions`` (list of float) and ``seeds`` (int).
+    options : CurveOptions
+        The task's ``learning_curve`` option: its fractions and how many seeds order the sentences.
     seeds : sequence of int
-        The experiment's seeds; the first ``options["seeds"]`` of them each order the sentences.
+        The experiment's seeds; the first ``options.seeds`` of them each order the sentences.
     scores : CurveScores
         Training item positions, ndarray (m_f,) of int into ``groups`` -> per test part
         ``(part, per-item scores (k,), sentence ids (k,))``.
@@ -107,11 +124,11 @@ def curve_rows(
         One row per seed, size and test part, with ``train_fraction`` and ``n_train_sentences`` added.
     """
     rows = []
-    for seed in seeds[: options["seeds"]]:
-        points = nested_prefixes(groups, options["fractions"], seed)
+    for seed in seeds[: options.seeds]:
+        points = nested_prefixes(groups, options.fractions, seed)
         if not points:
             raise TaskError(
-                f"task {task!r}: learning_curve {list(options['fractions'])} keeps no training sentence of "
+                f"task {task!r}: learning_curve {list(options.fractions)} keeps no training sentence of "
                 f"{len(np.unique(groups))} (the smallest fraction must keep at least one)"
             )
         n_all = len(np.unique(groups))
@@ -123,14 +140,13 @@ def curve_rows(
     return rows
 
 
-def parse_learning_curve(t: Table) -> dict[str, Any]:
-    """``learning_curve`` (fractions of the training sentences, each in (0, 1], distinct; absent: no curve)
-    and ``learning_curve_seeds`` (1: how many of the experiment's seeds get their own sentence order). Nothing
-    enters the options without ``learning_curve``, so existing jobs keep their cache keys."""
+def parse_learning_curve(t: Table) -> CurveOptions | None:
+    """``learning_curve`` (fractions of the training sentences, each in (0, 1], distinct; absent: no curve,
+    None) and ``learning_curve_seeds`` (1: how many of the experiment's seeds get their own sentence order)."""
     if "learning_curve" not in t.data:
         if "learning_curve_seeds" in t.data:
             raise t.fail("learning_curve_seeds", "learning_curve beside it", t.data["learning_curve_seeds"])
-        return {}
+        return None
     fractions = t.get(
         "learning_curve",
         "a non-empty list of distinct fractions of the training sentences, each > 0 and <= 1 (e.g. [0.01, 0.1, 1.0])",
@@ -142,4 +158,48 @@ def parse_learning_curve(t: Table) -> dict[str, Any]:
         ),
     )
     seeds = t.integer("learning_curve_seeds", 1, minimum=1)
-    return {"learning_curve": {"fractions": sorted(float(f) for f in fractions), "seeds": seeds}}
+    return CurveOptions(tuple(sorted(float(f) for f in fractions)), seeds)
+
+
+def curve_work(settings: ProbeSettings, layer_names: Sequence[str], options: CurveOptions) -> dict[str, int]:
+    """A learning curve's units of work per single layer (step ``curve <layer>``): one fit per C, probe seed,
+    size and sentence order."""
+    fits = len(settings.Cs) * len(settings.probe_seeds)
+    orders = min(options.seeds, len(settings.seeds))
+    return {f"curve {n}": fits * len(options.fractions) * orders for n in layer_names}
+
+
+def finish_curves(tables: dict[str, pd.DataFrame]) -> None:
+    """The data-efficiency ratios of the run's curves (:func:`probing.results.efficiency.data_efficiency`)
+    put before the ``data_efficiency`` rows the jobs wrote (SDL and eSC from MDL)."""
+    import pandas as pd
+
+    from probing.results.efficiency import data_efficiency
+
+    frames = [data_efficiency(tables[LEARNING_CURVE_TABLE.name]), tables[DATA_EFFICIENCY_TABLE.name]]
+    kept = [df for df in frames if not df.empty] or [frames[1]]
+    tables[DATA_EFFICIENCY_TABLE.name] = pd.concat(kept, ignore_index=True)[DATA_EFFICIENCY_COLUMNS]
+
+
+def curve_figures(results: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> dict[str, Figure]:
+    """``learning_curve_*``: per task and test part with rows in the ``learning_curve`` table."""
+    from probing import figures as fg
+
+    curves = tables.get(LEARNING_CURVE_TABLE.name)
+    if curves is None or curves.empty:
+        return {}
+    return {
+        f"learning_curve_{name}": fg.learning_curves(curves, task, results=results, dataset=dataset, split=split)
+        for (task, dataset, split), name in fg.group_names(curves).items()
+    }
+
+
+LEARNING_CURVE = TaskOption(
+    "learning_curve",
+    CurveOptions,
+    parse=parse_learning_curve,
+    tables=(LEARNING_CURVE_TABLE, DATA_EFFICIENCY_TABLE),
+    work=curve_work,
+    finish=finish_curves,
+    figures=curve_figures,
+)

@@ -1,8 +1,12 @@
-"""The task kinds an experiment file can name: ``kind = "..."`` in a ``[[tasks]]`` table.
+"""The task kinds an experiment file can name (``kind = "..."`` in a ``[[tasks]]`` table) and the task options
+they offer.
 
 A new kind is one module that defines a :class:`~probing.tasks.common.TaskKind` (its option parser, its job
 runner, its metrics and headline, its figures) and one line in the tuple below (or a call to
-:func:`register_task_kind` from outside the package). Registering a kind registers its metrics.
+:func:`register_task_kind` from outside the package); a new option is one module that defines a
+:class:`~probing.tasks.options.TaskOption` and one line in the options' tuple (or a call to
+:func:`~probing.tasks.options.register_task_option`). Registering a kind registers its metrics; the options
+it offers must be registered first.
 """
 
 from __future__ import annotations
@@ -13,10 +17,18 @@ import pandas as pd
 
 from probing.errors import InputError
 from probing.results import METRICS, register_metric
+from probing.tasks.agreement_patching import AGREEMENT_PATCHING
 from probing.tasks.common import TaskKind
 from probing.tasks.contextuality import CONTEXTUALITY
+from probing.tasks.curves import LEARNING_CURVE
+from probing.tasks.erase import ERASE
+from probing.tasks.mdl import MDL
 from probing.tasks.minimal_pairs import MINIMAL_PAIRS
+from probing.tasks.options import TASK_OPTIONS, register_task_option
+from probing.tasks.options import task_option as task_option  # re-exported by probing.tasks, registered here
+from probing.tasks.reading_times import READING_TIMES
 from probing.tasks.structural import STRUCTURAL_DEPTH, STRUCTURAL_DISTANCE
+from probing.tasks.syntaxgym import SYNTAXGYM
 from probing.tasks.tagging import SUPERSENSE, TAGGING
 from probing.tasks.wsd import WSD_1NN
 
@@ -28,13 +40,30 @@ def register_task_kind(kind: TaskKind, *, replace: bool = False) -> TaskKind:
     A metric registered differently by another kind is refused (:func:`probing.results.register_metric`)."""
     if kind.name in TASK_KINDS and not replace and TASK_KINDS[kind.name] is not kind:
         raise InputError(f"task kind {kind.name!r} is already registered (pass replace=True to override it)")
+    unknown = [name for name in kind.task_options if name not in TASK_OPTIONS]
+    if unknown:
+        raise InputError(f"task kind {kind.name!r} offers options that are not registered: {unknown}")
     for m in kind.metrics:
         register_metric(m)
     TASK_KINDS[kind.name] = kind
     return kind
 
 
-for _kind in (TAGGING, SUPERSENSE, WSD_1NN, STRUCTURAL_DISTANCE, STRUCTURAL_DEPTH, MINIMAL_PAIRS, CONTEXTUALITY):
+for _option in (MDL, LEARNING_CURVE, ERASE):
+    register_task_option(_option)
+
+for _kind in (
+    TAGGING,
+    SUPERSENSE,
+    WSD_1NN,
+    STRUCTURAL_DISTANCE,
+    STRUCTURAL_DEPTH,
+    MINIMAL_PAIRS,
+    SYNTAXGYM,
+    READING_TIMES,
+    AGREEMENT_PATCHING,
+    CONTEXTUALITY,
+):
     register_task_kind(_kind)
 
 

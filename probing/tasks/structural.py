@@ -51,7 +51,6 @@ from probing.tasks.common import (
     TaskOutput,
     check_layers,
     compute_step,
-    erasure_figures,
     fraction_row,
     parse_options,
 )
@@ -308,7 +307,7 @@ STRUCTURAL_DISTANCE = TaskKind(
     options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("dspr",),
-    figures=erasure_figures,
+    task_options=("erase",),
     work=structural_work,
 )
 STRUCTURAL_DEPTH = TaskKind(
@@ -320,6 +319,6 @@ STRUCTURAL_DEPTH = TaskKind(
     options=StructuralOptions,
     baselines=STRUCTURAL_BASELINES,
     beside=("nspr",),
-    figures=erasure_figures,
+    task_options=("erase",),
     work=structural_work,
 )

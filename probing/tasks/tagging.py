@@ -18,14 +18,14 @@ accuracy rows for the tokens inside and outside each vocabulary of
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from probing.layers import direction_names
+from probing.layers import direction_names, is_half
 from probing.probes.linear import LinearProbeCV, concat_layers
-from probing.probes.mdl import FRACTIONS
 from probing.probes.mix import ScalarMixProbeCV, bootstrap_mix_weights
 from probing.results.metrics import TAGGING_METRICS
 from probing.tasks.baselines import TAGGING_BASELINES, tagging_baselines
@@ -40,7 +40,6 @@ from probing.tasks.common import (
     TaskOutput,
     check_layers,
     compute_step,
-    erasure_figures,
     fraction_row,
     layer_rows,
     margin_rows,
@@ -48,7 +47,7 @@ from probing.tasks.common import (
     quiet_fit,
 )
 from probing.tasks.control import control_rows
-from probing.tasks.curves import curve_rows, parse_learning_curve
+from probing.tasks.curves import CurveOptions, curve_rows
 from probing.tasks.labels import (
     FEATS_PREFIX,
     LABEL_FORMS,
@@ -66,9 +65,12 @@ from probing.tasks.labels import (
     train_dev,
     vocabulary_splits,
 )
-from probing.tasks.mdl import mdl_rows, parse_mdl
+from probing.tasks.mdl import MDLOptions, mdl_rows
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
     from probing._toml import Table
 
 
@@ -103,7 +105,7 @@ def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[L
     notes : dict
         ``C``, ``n_iter``, ``converged`` and the ``l2_path``, for the job's provenance.
     """
-    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol}
+    params: dict[str, Any] = {"max_iter": settings.max_iter, "tol": settings.tol, "patience": settings.patience}
     if settings.solver == "adam":
         params.update(solver="adam", random_state=seed)
     probe, converged = quiet_fit(LinearProbeCV(Cs=settings.Cs, **params).fit, X, y, X_dev, y_dev)
@@ -112,7 +114,9 @@ def fit_probe(X, y, X_dev, y_dev, settings: ProbeSettings, seed: int) -> tuple[L
 
 def _fit_mix(Xs, y, Xs_dev, y_dev, settings: ProbeSettings) -> tuple[ScalarMixProbeCV, dict]:
     """The scalar mix of the layers ``Xs`` (L arrays (n, d)) with C chosen on ``Xs_dev`` (L arrays (n_dev, d))."""
-    probe = ScalarMixProbeCV(Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol)
+    probe = ScalarMixProbeCV(
+        Cs=settings.Cs, max_iter=settings.mix_max_iter, tol=settings.tol, patience=settings.patience
+    )
     probe, converged = quiet_fit(probe.fit, Xs, y, Xs_dev, y_dev)
     return probe, _cv_notes(probe, converged)
 
@@ -134,7 +138,7 @@ def _score(
     for i, (part, it, X) in enumerate(tests):
         correct = predict(X) == it.y
         out.rows.append(fraction_row(task, part, encoder, layer, "accuracy", correct, it.groups, seed, settings.n_boot))
-        out.per_tag += per_tag_rows(task, part, encoder, layer, it.y, correct, seed)
+        out.table("per_tag").extend(per_tag_rows(task, part, encoder, layer, it.y, correct, seed))
         if splits is not None:
             out.rows += split_rows(task, part, encoder, layer, correct, it.groups, splits[i], seed, settings.n_boot)
         correct_per_part.append(correct)
@@ -153,8 +157,8 @@ def tagging_probes(
     progress=None,
     directions: bool = False,
     vocabularies: Mapping[str, VocabFn] | None = None,
-    mdl: Mapping[str, Any] | None = None,
-    curve: dict[str, Any] | None = None,
+    mdl: MDLOptions | None = None,
+    curve: CurveOptions | None = None,
     step: Step = compute_step,
 ) -> TaskOutput:
     """Probe every layer of one encoder's stores, then the scalar mix and the concatenation of its layers.
@@ -186,7 +190,6 @@ def tagging_probes(
     splits = (
         None if vocabularies is None else [vocabulary_splits(it.words.tolist(), vocabularies) for _, it in test_items]
     )
-    out = TaskOutput()
     note = {
         "task": task,
         "encoder": encoder,
@@ -198,91 +201,149 @@ def tagging_probes(
     has_oov = bool(tr.oov.any() or any(it.oov.any() for _, it in test_items))
     if has_oov:
         note.update(n_train_oov=int(tr.oov.sum()), n_test_oov=[int(it.oov.sum()) for _, it in test_items])
+    job = _TaggingSteps(task, encoder, train, tr, dv, test_items, settings, splits, note, has_oov, progress)
+    out = TaskOutput()
+    for name in layer_names:
+        job.data[name] = job.load(name)
+    for name in layer_names:
+        layer_out, first = step(f"layer {name}", functools.partial(job.fit_layer, name))
+        out.extend(layer_out)
+        job.single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
+    out.rows += margin_rows(task, encoder, job.single, settings.probe_seeds[0], settings.n_boot)
+    for name in direction_names(layer_names) if directions else []:
+        out.extend(step(f"layer {name}", functools.partial(job.fit_half, name))[0])
+    if curve is not None:
+        for name in layer_names:
+            out.extend(step(f"curve {name}", functools.partial(job.fit_curve, name, curve))[0])
+    if mdl is not None:
+        for name in layer_names:
+            out.extend(step(f"mdl {name}", functools.partial(job.fit_mdl, name, mdl))[0])
+    if len(layer_names) > 1 and settings.mix:
+        out.extend(step("mix", functools.partial(job.fit_mix, layer_names))[0])
+    if len(layer_names) > 1 and settings.concat:
+        out.extend(step("concat", functools.partial(job.fit_concat, layer_names))[0])
+    return out
 
-    def load(layer: str) -> tuple:
+
+@dataclass
+class _TaggingSteps:
+    """One tagging job's items and layers, shared by its steps (:func:`tagging_probes`): each ``fit_*`` is one
+    step and returns its rows and the arrays later steps read."""
+
+    task: str
+    encoder: str
+    train: Part
+    tr: Items
+    dv: Items
+    tests: list[tuple[Part, Items]]
+    settings: ProbeSettings
+    splits: list[dict[str, np.ndarray]] | None
+    note: dict[str, Any]
+    has_oov: bool
+    progress: Callable[[str], None] | None
+    data: dict[str, tuple] = field(default_factory=dict)
+    single: dict[str, list[tuple[Part, np.ndarray, np.ndarray]]] = field(default_factory=dict)
+
+    def tell(self, msg: str) -> None:
+        if self.progress is not None:
+            self.progress(f"{self.task} {self.encoder} {msg}")
+
+    def load(self, layer: str) -> tuple:
+        """Layer ``layer`` at the training, dev and each test part's items."""
+        tr, dv = self.tr, self.dv
         return (
             layer_rows(tr.store, layer, tr.rows),
             layer_rows(dv.store, layer, dv.rows),
-            [layer_rows(p.store, layer, it.rows) for p, it in test_items],
+            [layer_rows(p.store, layer, it.rows) for p, it in self.tests],
         )
 
-    data = {name: load(name) for name in layer_names}
-    single: dict[str, list[tuple[Part, np.ndarray, np.ndarray]]] = {}
-    tell = progress or (lambda _msg: None)
-
-    def fit_layer(name: str) -> StepResult:
-        layer_out = TaskOutput()
-        X_tr, X_dv, X_te = data[name]
-        tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
-        task_correct: dict[int, tuple[LinearProbeCV, list[np.ndarray]]] = {}
+    def _probes(
+        self, name: str, X, out: TaskOutput, announce: bool = True
+    ) -> dict[int, tuple[LinearProbeCV, list[np.ndarray]]]:
+        """The layer's probe per probe seed (each ``announce``d to the progress), scored into ``out``:
+        seed -> (probe, per-part correctness)."""
+        X_tr, X_dv, X_te = X
+        settings = self.settings
+        tests_x = [(p, it, X) for (p, it), X in zip(self.tests, X_te)]
+        fitted = {}
         for seed in settings.probe_seeds:
-            tell(
-                f"{task} {encoder} layer {name} (seed {seed})"
-                if len(settings.probe_seeds) > 1
-                else f"{task} {encoder} layer {name}"
-            )
-            probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            layer_out.probes.append({**note, "layer": name, "seed": seed, **info})
-            task_correct[seed] = (
-                probe,
-                _score(task, encoder, name, probe.predict, tests_x, seed, settings, layer_out, splits),
-            )
+            if announce:
+                self.tell(f"layer {name}" + (f" (seed {seed})" if len(settings.probe_seeds) > 1 else ""))
+            probe, info = fit_probe(X_tr, self.tr.y, X_dv, self.dv.y, settings, seed)
+            out.probes.append({**self.note, "layer": name, "seed": seed, **info})
+            correct = _score(self.task, self.encoder, name, probe.predict, tests_x, seed, settings, out, self.splits)
+            fitted[seed] = (probe, correct)
+        return fitted
+
+    def fit_layer(self, name: str) -> StepResult:
+        """A single layer: its probes, control tasks and OOV rates."""
+        out, settings = TaskOutput(), self.settings
+        X_tr, X_dv, X_te = self.data[name]
+        task_correct = self._probes(name, self.data[name], out)
         if settings.control:
-            tell(f"{task} {encoder} layer {name}: control tasks")
-            control_rows(task, encoder, name, tr, dv, X_tr, X_dv, tests_x, task_correct, settings, layer_out)
-        if has_oov:
-            for part, it in test_items:
-                layer_out.rows.append(
+            self.tell(f"layer {name}: control tasks")
+            tests_x = [(p, it, X) for (p, it), X in zip(self.tests, X_te)]
+            control_rows(
+                self.task, self.encoder, name, self.tr, self.dv, X_tr, X_dv, tests_x, task_correct, settings, out
+            )
+        if self.has_oov:
+            for part, it in self.tests:
+                out.rows.append(
                     fraction_row(
-                        task, part, encoder, name, "oov-rate", it.oov, it.groups, settings.seeds[0], settings.n_boot
+                        self.task,
+                        part,
+                        self.encoder,
+                        name,
+                        "oov-rate",
+                        it.oov,
+                        it.groups,
+                        settings.seeds[0],
+                        settings.n_boot,
                     )
                 )
-        return layer_out, task_correct[settings.probe_seeds[0]][1]
+        return out, task_correct[settings.probe_seeds[0]][1]
 
-    for name in layer_names:
-        layer_out, first = step(f"layer {name}", functools.partial(fit_layer, name))
-        out.extend(layer_out)
-        single[name] = [(p, ok, it.groups) for (p, it), ok in zip(test_items, first)]
+    def fit_half(self, name: str) -> StepResult:
+        """One direction's half of a biLSTM layer: its probes only."""
+        out = TaskOutput()
+        self._probes(name, self.load(name), out)
+        return out, []
 
-    out.rows += margin_rows(task, encoder, single, settings.probe_seeds[0], settings.n_boot)
-
-    def fit_half(name: str) -> StepResult:
-        half_out = TaskOutput()
-        X_tr, X_dv, X_te = load(name)
-        tests_x = [(p, it, X) for (p, it), X in zip(test_items, X_te)]
-        for seed in settings.probe_seeds:
-            tell(f"{task} {encoder} layer {name}" + (f" (seed {seed})" if len(settings.probe_seeds) > 1 else ""))
-            probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            half_out.probes.append({**note, "layer": name, "seed": seed, **info})
-            _score(task, encoder, name, probe.predict, tests_x, seed, settings, half_out, splits)
-        return half_out, []
-
-    for name in direction_names(layer_names) if directions else []:
-        out.extend(step(f"layer {name}", functools.partial(fit_half, name))[0])
-
-    def fit_curve(name: str, curve: dict[str, Any]) -> StepResult:
-        tell(f"{task} {encoder} layer {name}: learning curve")
-        X_tr, X_dv, X_te = data[name]
-        scores = _probe_curve(X_tr, X_dv, X_te, tr, dv, test_items, settings)
-        full = [(p, ok.astype(np.float64), g) for p, ok, g in single[name]]
+    def fit_curve(self, name: str, curve: CurveOptions) -> StepResult:
+        self.tell(f"layer {name}: learning curve")
+        X_tr, X_dv, X_te = self.data[name]
+        settings = self.settings
+        scores = _probe_curve(X_tr, X_dv, X_te, self.tr, self.dv, self.tests, settings)
+        full = [(p, ok.astype(np.float64), g) for p, ok, g in self.single[name]]
         rows = curve_rows(
-            task, encoder, name, tr.groups, curve, settings.seeds, scores, "accuracy", settings.n_boot, full
+            self.task,
+            self.encoder,
+            name,
+            self.tr.groups,
+            curve,
+            settings.seeds,
+            scores,
+            "accuracy",
+            settings.n_boot,
+            full,
         )
-        return TaskOutput(learning_curve=rows), []
+        return TaskOutput(tables={"learning_curve": rows}), []
 
-    def fit_mdl(name: str, mdl: Mapping[str, Any]) -> StepResult:
-        tell(f"{task} {encoder} layer {name}: online codelength")
-        return mdl_rows(task, encoder, name, train, tr, dv, data[name][0], data[name][1], settings, mdl), []
+    def fit_mdl(self, name: str, mdl: MDLOptions) -> StepResult:
+        self.tell(f"layer {name}: online codelength")
+        X_tr, X_dv, _ = self.data[name]
+        return mdl_rows(self.task, self.encoder, name, self.train, self.tr, self.dv, X_tr, X_dv, self.settings, mdl), []
 
-    def fit_mix() -> StepResult:
-        mix_out = TaskOutput()
-        tell(f"{task} {encoder} scalar mix")
-        Xs = [data[n] for n in layer_names]
-        probe, info = _fit_mix([x[0] for x in Xs], tr.y, [x[1] for x in Xs], dv.y, settings)
+    def fit_mix(self, layer_names: list[str]) -> StepResult:
+        """The scalar mix of every layer, and its weights (with their bootstrap refits)."""
+        out, settings, tr = TaskOutput(), self.settings, self.tr
+        self.tell("scalar mix")
+        Xs = [self.data[n] for n in layer_names]
+        probe, info = _fit_mix([x[0] for x in Xs], tr.y, [x[1] for x in Xs], self.dv.y, settings)
         seed = settings.seeds[0]
-        mix_out.probes.append(
+        out.probes.append(
             {
-                **note,
+                **self.note,
                 "layer": "mix",
                 "seed": seed,
                 **info,
@@ -291,28 +352,27 @@ def tagging_probes(
             }
         )
         tests_x: list[tuple[Part, Items, object]] = [
-            (p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(test_items)
+            (p, it, [x[2][i] for x in Xs]) for i, (p, it) in enumerate(self.tests)
         ]
-        _score(task, encoder, "mix", probe.predict, tests_x, seed, settings, mix_out, splits)
+        _score(self.task, self.encoder, "mix", probe.predict, tests_x, seed, settings, out, self.splits)
         weights = [probe.mix_weights_]
         if settings.mix_refits:
-            tell(f"{task} {encoder} scalar mix: {settings.mix_refits} bootstrap refits")
-            weights += list(
-                quiet_fit(
-                    bootstrap_mix_weights,
-                    probe,
-                    [x[0] for x in Xs],
-                    tr.y,
-                    tr.groups,
-                    settings.mix_refits,
-                    random_state=seed,
-                )[0]
-            )
-        mix_out.mix_weights += [
+            self.tell(f"scalar mix: {settings.mix_refits} bootstrap refits")
+            refits = quiet_fit(
+                bootstrap_mix_weights,
+                probe,
+                [x[0] for x in Xs],
+                tr.y,
+                tr.groups,
+                settings.mix_refits,
+                random_state=seed,
+            )[0]
+            weights += list(refits)
+        out.table("mix_weights").extend(
             {
-                "task": task,
-                "dataset": train.dataset,
-                "encoder": encoder,
+                "task": self.task,
+                "dataset": self.train.dataset,
+                "encoder": self.encoder,
                 "layer": n,
                 "weight": float(w),
                 "seed": seed,
@@ -320,34 +380,21 @@ def tagging_probes(
             }
             for refit, row in enumerate(weights)
             for n, w in zip(layer_names, row)
-        ]
-        return mix_out, []
+        )
+        return out, []
 
-    def fit_concat() -> StepResult:
-        concat_out = TaskOutput()
-        tell(f"{task} {encoder} concatenated layers")
-        Xs = [data[n] for n in layer_names]
-        X_tr, X_dv = concat_layers([x[0] for x in Xs]), concat_layers([x[1] for x in Xs])
-        tests_x: list[tuple[Part, Items, object]] = [
-            (p, it, concat_layers([x[2][i] for x in Xs])) for i, (p, it) in enumerate(test_items)
-        ]
-        for seed in settings.probe_seeds:
-            probe, info = fit_probe(X_tr, tr.y, X_dv, dv.y, settings, seed)
-            concat_out.probes.append({**note, "layer": "concat", "seed": seed, **info})
-            _score(task, encoder, "concat", probe.predict, tests_x, seed, settings, concat_out, splits)
-        return concat_out, []
-
-    if curve is not None:
-        for name in layer_names:
-            out.extend(step(f"curve {name}", functools.partial(fit_curve, name, curve))[0])
-    if mdl is not None:
-        for name in layer_names:
-            out.extend(step(f"mdl {name}", functools.partial(fit_mdl, name, mdl))[0])
-    if len(layer_names) > 1 and settings.mix:
-        out.extend(step("mix", fit_mix)[0])
-    if len(layer_names) > 1 and settings.concat:
-        out.extend(step("concat", fit_concat)[0])
-    return out
+    def fit_concat(self, layer_names: list[str]) -> StepResult:
+        """The probes of every layer concatenated."""
+        self.tell("concatenated layers")
+        Xs = [self.data[n] for n in layer_names]
+        X = (
+            concat_layers([x[0] for x in Xs]),
+            concat_layers([x[1] for x in Xs]),
+            [concat_layers([x[2][i] for x in Xs]) for i in range(len(self.tests))],
+        )
+        out = TaskOutput()
+        self._probes("concat", X, out, announce=False)
+        return out, []
 
 
 def _probe_curve(X_tr, X_dv, X_te, tr: Items, dv: Items, tests: list[tuple[Part, Items]], settings: ProbeSettings):
@@ -369,20 +416,13 @@ def tagging_work(settings: ProbeSettings, layer_names: Sequence[str], options: M
     """A tagging job's units of work per step of :func:`tagging_probes` (:attr:`TaskKind.work`). A unit is
     one fit of a probe on one layer for one C (a control probe: one); a fit over the k layers of the
     concatenation counts k, one of the scalar mix k x ``mix_max_iter / max_iter`` (its iteration budget;
-    its bootstrap refits as many as its C values), and
-    a learning curve or an online code one fit per C, size and seed (the code's control: as many again)."""
+    its bootstrap refits as many as its C values). The options' steps (``curve <layer>``, ``mdl <layer>``)
+    are counted by the options (:attr:`~probing.tasks.options.TaskOption.work`)."""
     fits, k = len(settings.Cs) * len(settings.probe_seeds), len(layer_names)
     control = len(settings.seeds) if settings.control else 0
     work = {f"layer {n}": fits + control for n in layer_names}
     if options.get("directions"):
         work.update({f"layer {n}": fits for n in direction_names(layer_names)})
-    if options.get("learning_curve"):
-        curve = options["learning_curve"]
-        orders = min(curve["seeds"], len(settings.seeds))
-        work.update({f"curve {n}": fits * len(curve["fractions"]) * orders for n in layer_names})
-    if options.get("mdl"):
-        code = len(settings.Cs) * len(FRACTIONS) * 2 * min(options["mdl"].get("seeds", 1), len(settings.seeds))
-        work.update({f"mdl {n}": code for n in layer_names})
     if k > 1 and settings.mix:
         work["mix"] = round(k * (len(settings.Cs) + settings.mix_refits) * settings.mix_max_iter / settings.max_iter)
     if k > 1 and settings.concat:
@@ -430,16 +470,33 @@ def _parse_claims(t: Table) -> dict[str, Any]:
     return {key: True for key in ("directions", "oov_split") if t.boolean(key, False)}
 
 
-def _parse_options(t: Table) -> dict[str, Any]:
-    """The options every tagging-like kind shares: the seed-claim switches, the MDL and learning-curve keys."""
-    return {**_parse_claims(t), **parse_mdl(t), **parse_learning_curve(t)}
-
-
 def _parse_label(t: Table) -> dict[str, Any]:
     label = t.string("label")
     if not is_label(label):
         raise t.fail("label", f"a label to predict: {LABEL_FORMS}", label)
-    return {"label": label, **_parse_options(t)}
+    return {"label": label, **_parse_claims(t)}
+
+
+def tagging_figures(results: pd.DataFrame, task: str, dataset: str, split: str) -> dict[str, Figure]:
+    """The tagging kinds' own figures of a (task, dataset, split) group: ``selectivity`` with control-task rows,
+    ``directions`` with forward/backward half rows (``directions = true``), ``oov_glove`` and ``oov_train``
+    with the in/out-of-vocabulary split (``oov_split = true``)."""
+    from probing import figures as fg
+
+    rows = results[(results["task"] == task) & (results["dataset"] == dataset) & (results["split"] == split)]
+    metrics = set(rows["metric"])
+    out = {}
+    if {"accuracy", "control-accuracy"} <= metrics:
+        out["selectivity"] = fg.selectivity(results, task, dataset=dataset, split=split)
+    if any(is_half(str(layer)) for layer in rows["layer"]):
+        out["directions"] = fg.directions(results, task, "accuracy", dataset=dataset, split=split)
+    for vocabulary in ("glove", "train"):
+        if f"accuracy-oov-{vocabulary}" in metrics:
+            out[f"oov_{vocabulary}"] = fg.oov_split(results, task, vocabulary, dataset=dataset, split=split)
+    return out
+
+
+TAGGING_OPTIONS = ("mdl", "learning_curve", "erase")
 
 
 TAGGING = TaskKind(
@@ -450,19 +507,21 @@ TAGGING = TaskKind(
     headline="accuracy",
     baselines=TAGGING_BASELINES,
     overview=True,
-    figures=erasure_figures,
+    figures=tagging_figures,
     work=tagging_work,
+    task_options=TAGGING_OPTIONS,
 )
 
 
 SUPERSENSE = TaskKind(
     "supersense",
     run=lambda job: _run(job, supersense_labels(job.inventory)),
-    parse=_parse_options,
+    parse=_parse_claims,
     metrics=TAGGING_METRICS,
     headline="accuracy",
     baselines=TAGGING_BASELINES,
     uses_wordnet=True,
-    figures=erasure_figures,
+    figures=tagging_figures,
     work=tagging_work,
+    task_options=TAGGING_OPTIONS,
 )

@@ -24,11 +24,10 @@ from probing.tasks.common import (
     TaskError,
     TaskKind,
     TaskOutput,
-    erasure_figures,
     fraction_row,
     margin_rows,
 )
-from probing.tasks.curves import CurveScores, curve_rows, parse_learning_curve
+from probing.tasks.curves import CurveOptions, CurveScores, curve_rows
 
 if TYPE_CHECKING:
     from probing._toml import Table
@@ -95,7 +94,7 @@ def wsd_1nn(
     inventory=None,
     metric: str = "cosine",
     progress=None,
-    curve: dict[str, Any] | None = None,
+    curve: CurveOptions | None = None,
 ) -> TaskOutput:
     """F1 of 1-NN sense centroids for every layer of one encoder, on each test part (``metric`` f1); with
     ``curve`` (the ``learning_curve`` options), learning-curve rows per layer (:mod:`probing.tasks.curves`)."""
@@ -144,8 +143,8 @@ def wsd_1nn(
                 progress(f"{task} {encoder} layer {layer}: learning curve")
             curve_scores = _centroid_curve(train, layer, train_inst, test_inst, inventory, metric)
             groups = train_inst["sentence_id"].to_numpy()
-            out.learning_curve += curve_rows(
-                task, encoder, layer, groups, curve, settings.seeds, curve_scores, "f1", settings.n_boot
+            out.table("learning_curve").extend(
+                curve_rows(task, encoder, layer, groups, curve, settings.seeds, curve_scores, "f1", settings.n_boot)
             )
     return out
 
@@ -183,7 +182,7 @@ def wsd_baselines(
     *,
     inventory=None,
     which: Sequence[str] = WSD_BASELINES,
-    curve: dict[str, Any] | None = None,
+    curve: CurveOptions | None = None,
 ) -> TaskOutput:
     """WordNet first sense and SemCor most frequent sense (counted on ``train``): rows with encoder ``baseline``;
     with ``curve``, the most frequent sense's learning curve (the first sense learns nothing from SemCor)."""
@@ -214,16 +213,18 @@ def wsd_baselines(
                 for p, i in tests_inst
             ]
 
-        out.learning_curve += curve_rows(
-            task,
-            BASELINE_ENCODER,
-            "semcor-mfs",
-            train_inst["sentence_id"].to_numpy(),
-            curve,
-            settings.seeds,
-            scores,
-            "f1",
-            settings.n_boot,
+        out.table("learning_curve").extend(
+            curve_rows(
+                task,
+                BASELINE_ENCODER,
+                "semcor-mfs",
+                train_inst["sentence_id"].to_numpy(),
+                curve,
+                settings.seeds,
+                scores,
+                "f1",
+                settings.n_boot,
+            )
         )
     return out
 
@@ -256,7 +257,7 @@ def _run(job: Job) -> TaskOutput:
 
 
 def _parse(t: Table) -> dict[str, Any]:
-    return {"metric": t.string("metric", "cosine", choices=("cosine", "euclidean")), **parse_learning_curve(t)}
+    return {"metric": t.string("metric", "cosine", choices=("cosine", "euclidean"))}
 
 
 WSD_1NN = TaskKind(
@@ -269,5 +270,5 @@ WSD_1NN = TaskKind(
     uses_wordnet=True,
     allows_dev=False,
     overview=True,
-    figures=erasure_figures,
+    task_options=("learning_curve", "erase"),
 )

@@ -441,7 +441,7 @@ class ErasedStore:
     @property
     def key(self) -> str:
         """The job-cache name of what is read through this view: the base store's key, the intervention, each
-        eraser's fingerprint and the code identity of :mod:`probing.erasure`, which applies them."""
+        eraser's fingerprint and the code identity of :mod:`probing.analysis.erasure`, which applies them."""
         return digest(
             {
                 "store": self.base.key,

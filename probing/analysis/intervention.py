@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probing.analysis.erasure import Eraser, fit_eraser_on_store
 from probing.encoders import ElmoEncoder, RandomElmoEncoder
-from probing.erasure import Eraser, fit_eraser_on_store
 from probing.errors import InputError
 from probing.identity import code_identity, digest
 from probing.protocols import CorpusLike, StoreLike
+from probing.results import Intervention
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,7 @@ class _Intervention:
     @property
     def intervention(self) -> str:
         """The results' ``intervention`` value: ``"intervene:<layer>:<label>:<method>"``."""
-        return f"intervene:{self.layer}:{self.label}:{self.method}"
+        return str(Intervention(self.label, self.method, self.layer))
 
     @property
     def layer_names(self) -> list[str]:
@@ -102,13 +103,13 @@ class IntervenedElmoEncoder(_Intervention):
     @property
     def fingerprint(self) -> str:
         """The base encoder's fingerprint, the layer, both erasers' fingerprints and the code identity of
-        :mod:`probing.intervention` and :mod:`probing.erasure`, which put the erasers into the biLM."""
+        :mod:`probing.analysis.intervention` and :mod:`probing.analysis.erasure`, which put the erasers into the biLM."""
         return digest(
             {
                 "intervene": self.base.fingerprint,
                 "layer": self.layer,
                 "erasers": [eraser.fingerprint for eraser in self.erasers],
-                "code": code_identity(INTERVENTION_VERSION, [__name__, "probing.erasure"]),
+                "code": code_identity(INTERVENTION_VERSION, [__name__, "probing.analysis.erasure"]),
             }
         )
 
@@ -149,7 +150,7 @@ def fit_intervention(
     **params: Any,
 ) -> IntervenedElmoEncoder:
     """Fit the two direction erasers of ``layer`` on ``store`` (``base``'s store of the fitting data) and a
-    label per token (a token-table column or an array, as :func:`~probing.erasure.fit_eraser_on_store`).
+    label per token (a token-table column or an array, as :func:`~probing.analysis.erasure.fit_eraser_on_store`).
 
     Parameters
     ----------
@@ -162,7 +163,7 @@ def fit_intervention(
         are erased.
     labels : str, or sequence / ndarray (n_tokens,)
         A token-table column name, or one label per store row.
-    method, rank, random_state, **params : the :class:`~probing.erasure.Eraser`'s options.
+    method, rank, random_state, **params : the :class:`~probing.analysis.erasure.Eraser`'s options.
 
     Returns
     -------
