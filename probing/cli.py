@@ -954,6 +954,38 @@ def _add_pretrain(sub: Any) -> None:
     )
 
 
+@command("train-static")
+def _train_static(args: argparse.Namespace) -> int:
+    from .encoders.static_trained import train_static
+
+    path = train_static(
+        args.method, args.corpus, args.out, dim=args.dim, epochs=args.epochs, seed=args.seed, progress=not args.quiet
+    )
+    print(
+        f"wrote {path} and {path.parent / 'training.json'}; use it as kind = {args.method!r}, vectors = {str(path.parent)!r}"
+    )
+    return 0
+
+
+def _add_train_static(sub: Any) -> None:
+    """The ``probing train-static`` command's arguments."""
+    p = sub.add_parser(
+        "train-static",
+        help="train word2vec or fastText vectors (gensim) on a text: the bundled model's same-corpus static twin",
+        description="Train skip-gram word2vec or fastText (character n-grams 3-6) on a text file, one "
+        "whitespace-tokenized sentence per line (default: the bundled model's pretraining text), on one seeded "
+        "worker thread; write OUT/vectors.vec or OUT/vectors.bin and OUT/training.json. Needs gensim "
+        "(pip install 'probing[static]').",
+    )
+    p.add_argument("--method", required=True, choices=["word2vec", "fasttext"], help="what to train")
+    p.add_argument("--corpus", metavar="TEXT", help="the text (default: the bundled model's pretraining text)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the vectors and training.json")
+    p.add_argument("--dim", type=_integer(1), default=300, help="vector size (default 300)")
+    p.add_argument("--epochs", type=_integer(1), default=5, help="passes over the text (default 5)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed (default 0)")
+    _quiet(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="probing",
@@ -976,6 +1008,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_explore,
         _add_random_weights,
         _add_pretrain,
+        _add_train_static,
     ):
         add(sub)
     return parser

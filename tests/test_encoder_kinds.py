@@ -169,7 +169,8 @@ def test_capabilities_come_from_the_kind_not_the_class(elmo_folder):
 def test_get_encoder_names_every_kinds_forms_when_none_matches():
     # the kinds asked in turn, the latest registered first; ELMo's forms are the checkpoint names (as before kinds)
     with pytest.raises(
-        InputError, match=r"nor a known name \(glove, glove:PATH, random-elmo\[:MODEL\], small, .*default\)$"
+        InputError,
+        match=r"nor a known name \(minilm, transformer:FOLDER, fasttext:PATH, word2vec:PATH, glove, glove:PATH, random-elmo\[:MODEL\], small, .*default\)$",
     ):
         get_encoder("no-such-model")
 

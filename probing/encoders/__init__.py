@@ -7,7 +7,11 @@ Each kind of encoder is an :class:`EncoderKind` registered in :data:`ENCODER_KIN
 * :mod:`~probing.encoders.random_elmo`: ``random-elmo``, the same architecture with seeded random weights
   (:class:`RandomElmoEncoder`);
 * :mod:`~probing.encoders.static`: ``glove``, static type vectors with one layer named ``"glove"``
-  (:class:`GloveEncoder`).
+  (:class:`GloveEncoder`);
+* :mod:`~probing.encoders.static_trained`: ``word2vec`` and ``fasttext``, static vectors trained with gensim
+  (:class:`TrainedStaticEncoder`, :func:`train_static`);
+* :mod:`~probing.encoders.transformer`: ``transformer``, a local Hugging Face model's layers, words pooled from
+  their pieces (:class:`TransformerEncoder`).
 
 :mod:`~probing.encoders.base` holds the contract, :mod:`~probing.encoders.registry` the kinds and
 :func:`get_encoder`.
@@ -33,6 +37,8 @@ from probing.encoders.registry import (
     register_encoder_kind,
 )
 from probing.encoders.static import GLOVE_DEFAULT, GloveEncoder, GloveEncoderOptions
+from probing.encoders.static_trained import StaticTrainedOptions, TrainedStaticEncoder, train_static
+from probing.encoders.transformer import TransformerEncoder, TransformerEncoderOptions
 from probing.protocols import EncoderLike
 
 Encoder = EncoderLike  # the protocol every encoder here satisfies (probing.protocols.EncoderLike)
@@ -52,12 +58,17 @@ __all__ = [
     "GloveEncoderOptions",
     "RandomElmoEncoder",
     "RandomElmoEncoderOptions",
+    "StaticTrainedOptions",
+    "TrainedStaticEncoder",
+    "TransformerEncoder",
+    "TransformerEncoderOptions",
     "elmo_code_digest",
     "elmo_options_path",
     "encoder_kind",
     "get_encoder",
     "lm_checkpoint",
     "register_encoder_kind",
+    "train_static",
     "training_vocabulary",
     "weights_in_folder",
 ]

@@ -14,6 +14,8 @@ from probing.encoders.base import EncoderKind
 from probing.encoders.elmo import ELMO
 from probing.encoders.random_elmo import RANDOM_ELMO
 from probing.encoders.static import GLOVE
+from probing.encoders.static_trained import FASTTEXT, WORD2VEC
+from probing.encoders.transformer import TRANSFORMER
 from probing.errors import InputError
 from probing.protocols import EncoderLike
 
@@ -29,7 +31,7 @@ def register_encoder_kind(kind: EncoderKind, *, replace: bool = False) -> Encode
     return kind
 
 
-for _kind in (ELMO, RANDOM_ELMO, GLOVE):
+for _kind in (ELMO, RANDOM_ELMO, GLOVE, WORD2VEC, FASTTEXT, TRANSFORMER):
     register_encoder_kind(_kind)
 
 

@@ -19,6 +19,7 @@ from probing.errors import InputError
 from probing.results import METRICS, register_metric
 from probing.tasks.agreement_patching import AGREEMENT_PATCHING
 from probing.tasks.common import TaskKind
+from probing.tasks.contextuality import CONTEXTUALITY
 from probing.tasks.curves import LEARNING_CURVE
 from probing.tasks.erase import ERASE
 from probing.tasks.mdl import MDL
@@ -61,6 +62,7 @@ for _kind in (
     SYNTAXGYM,
     READING_TIMES,
     AGREEMENT_PATCHING,
+    CONTEXTUALITY,
 ):
     register_task_kind(_kind)
 
