@@ -4,6 +4,7 @@ or reuse another test's stores)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,23 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 ELMO_OPTIONS = FIXTURES / "elmo_allennlp" / "options.json"
 ELMO_WEIGHTS = FIXTURES / "elmo_allennlp" / "lm_weights.hdf5"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker (and the notebook kernels and subprocesses it starts) gets its share of the
+    cores as its thread count: README's ``-n auto`` already runs one worker per core, and two workers of 2
+    threads each on 2 cores spend much of their time waiting for each other (a notebook that ran 20 s alone
+    took 308 s). Results do not depend on the thread count (tests/test_thread_count.py); tests of thread
+    behaviour set their counts themselves."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return
+    threads = str(max(1, (os.cpu_count() or 1) // int(workers)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = threads
+    import torch
+
+    torch.set_num_threads(int(threads))
 
 
 def copy_elmo_fixture(folder: Path) -> Path:
