@@ -341,8 +341,8 @@ def test_bundled_experiments_validate():
         (("seeds = [0, 1]", "seeds = [0, 0]"), r"\[experiment\]\.seeds: expected a non-empty list of distinct"),
         (
             ('kind = "glove"', 'kind = "bert"'),
-            r"encoders\[2\]\.kind: expected one of 'elmo', 'random-elmo', 'glove', "
-            r"got 'bert'",
+            r"encoders\[2\]\.kind: expected one of 'elmo', 'random-elmo', 'glove', 'word2vec', 'fasttext', "
+            r"'transformer', got 'bert'",
         ),
         (('train = "demo-ud:train"', 'train = "demo-ud"'), r"tasks\[0\]\.train: expected 'dataset:split'"),
         (
