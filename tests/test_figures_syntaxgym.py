@@ -56,10 +56,18 @@ def test_region_figure_draws_the_mean_surprisal_per_region_and_condition():
     )
     fig = region_figure(regions, "s", region_names={1: "np", 2: "verb", 3: "rest"})
     fw, bw = fig.axes[0], fig.axes[1]
-    lines = {c.get_label(): c.lines[0].get_ydata() for c in fw.containers if isinstance(c, ErrorbarContainer)}
+    lines = {
+        c.get_label(): np.asarray(c.lines[0].get_ydata(), dtype=float)  # matplotlib 3.7 gives an object array
+        for c in fw.containers
+        if isinstance(c, ErrorbarContainer)
+    }
     # mean over items 1 and 2 adds 1.5: match = region + 1.5, mismatch = region + 3.5
     assert np.allclose(lines["match"], [2.5, 3.5, 4.5]) and np.allclose(lines["mismatch"], [4.5, 5.5, 6.5])
-    back = {c.get_label(): c.lines[0].get_ydata() for c in bw.containers if isinstance(c, ErrorbarContainer)}
+    back = {
+        c.get_label(): np.asarray(c.lines[0].get_ydata(), dtype=float)
+        for c in bw.containers
+        if isinstance(c, ErrorbarContainer)
+    }
     assert np.allclose(back["match"], [10.5, 9.5, 8.5])
     assert [t.get_text() for t in fw.get_xticklabels()] == ["np", "verb", "rest"]
     with pytest.raises(InputError, match="no rows of suite 'other'"):

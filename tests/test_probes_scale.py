@@ -94,15 +94,25 @@ def test_streamed_objective_is_the_in_memory_objective(tmp_path, five_classes, p
 
 def test_streamed_fit_equals_the_in_memory_fit(tmp_path, five_classes):
     """A budget of 0 bytes forces streaming (float64 products instead of the fp32 copy's); at the default tol
-    both runs converge to the same optimum (measured: coefficients 4e-6 / 3.5e-5 apart for C = 0.05 / 1, the
-    fp32 design's rounding) and predict the same."""
+    both runs converge to the same optimum: objectives within 1e-6 (relative) of each other, the same
+    predictions, and coefficients within the fp32 design's rounding (measured 4e-6 / 3.5e-5 apart for C = 0.05
+    / 1 with current numpy, an intercept 1.8e-4 apart with numpy 1.24's eigensolver)."""
+    from scipy.special import logsumexp
+
     X, y, Xt, _ = five_classes
     mm = _fp16_memmap(tmp_path, X)
+    X64 = np.asarray(mm, dtype=np.float64)
+
+    def objective(p: LinearProbe, C: float) -> float:
+        z = X64 @ p.coef_.T + p.intercept_
+        return float(np.mean(logsumexp(z, axis=1) - z[np.arange(len(z)), y]) + np.sum(p.coef_**2) / (2 * C * len(z)))
+
     for C in (0.05, 1.0):
         full = LinearProbe(C=C, chunk_rows=256).fit(mm, y)
         streamed = LinearProbe(C=C, chunk_rows=256, max_design_bytes=0).fit(mm, y)
-        assert rel_diff(streamed.coef_, full.coef_) < 1e-4
-        assert np.abs(streamed.intercept_ - full.intercept_).max() < 1e-4 * np.abs(full.intercept_).max()
+        assert abs(objective(streamed, C) - objective(full, C)) < 1e-6 * objective(full, C)
+        assert rel_diff(streamed.coef_, full.coef_) < 1e-3
+        assert np.abs(streamed.intercept_ - full.intercept_).max() < 1e-3 * np.abs(full.intercept_).max()
         assert np.array_equal(streamed.predict(mm), full.predict(mm))
         assert np.array_equal(streamed.predict(Xt), full.predict(Xt))
 
